@@ -1,0 +1,599 @@
+"""Derivation: forward program -> VJPs with unbroadcasting, stable forms and CSE.
+
+Consumes: a :class:`gradgen.expr.Program`. Guarantees: :func:`derive_op` returns an
+:class:`gradgen.ir.OpIR` whose backward statements compute, for every differentiable
+input ``x``,
+
+    grad_x = sum over outputs k of unbroadcast_x(upstream_k * conj(d out_k / d x))
+
+reduced back to the input's declared shape (see :func:`gradgen.shapes.reduction_plan`),
+with ``conj`` the identity for real dtypes (TensorFlow's convention for complex inputs
+is the conjugate of the derivative times the upstream value).
+
+How:
+
+* reverse mode over the program's non-elementwise nodes (``@``, ``transpose``), with
+  symbolic partial derivatives (SymPy) for the elementwise parts between them;
+* contributions are unbroadcast *per output shape* before they are added, so an output
+  that was not broadcast is never summed over another output's broadcast axes;
+* forward and partials are rewritten into stable forms (:mod:`gradgen.stable`) and
+  simplified within a size budget;
+* one common-subexpression elimination (SymPy's ``cse``, canonical order) runs over
+  forward and backward together; shared subexpressions are computed in the forward
+  function and reach the gradient function through its closure, so the backward pass
+  reuses them instead of recomputing them. Subexpressions that involve a cotangent stay
+  in the backward function, as do ones only the backward pass needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from . import ir
+from . import shapes as sh
+from . import stable
+from .errors import Diagnostic, SpecError
+from .expr import Program, TensorNode, parse_op
+from .naming import NameScope
+from .spec import SpecDocument, format_key_path
+
+SIMPLIFY_MAX_OPS = 60
+COMMENT_WIDTH = 100
+_UNPRINTABLE = (
+    sympy.Derivative,
+    sympy.Subs,
+    sympy.Integral,
+    sympy.DiracDelta,
+    sympy.Heaviside,
+    sympy.re,
+    sympy.im,
+)
+
+
+def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
+    """Parse and derive ``doc.model.ops[index]``.
+
+    Raises:
+        SpecError: from parsing, or when a derivative cannot be expressed with
+            TensorFlow ops (the message names the op and the function).
+    """
+    program = parse_op(doc, index)
+    return _Deriver(doc, program).run()
+
+
+def simplify_partial(expr: sympy.Basic) -> sympy.Basic:
+    """A simpler equal form of ``expr`` within a size budget, then stable rewrites.
+
+    Chooses the candidate with the fewest operations (ties broken by SymPy's canonical
+    sort key, so the choice is deterministic) among the expression itself and, when it
+    has at most :data:`SIMPLIFY_MAX_OPS` operations, ``sympy.simplify`` of it.
+    """
+    expr, _ = stable.rewrite(expr)
+    if expr.is_Atom:
+        return expr
+    candidates = [expr]
+    if sympy.count_ops(expr) <= SIMPLIFY_MAX_OPS:
+        simplified, _ = stable.rewrite(sympy.simplify(expr))
+        candidates.append(simplified)
+    return min(candidates, key=lambda e: (sympy.count_ops(e), sympy.default_sort_key(e)))
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= COMMENT_WIDTH else text[: COMMENT_WIDTH - 3] + "..."
+
+
+@dataclass
+class _Contribution:
+    """A cotangent contribution to one symbol: a value of the given declared shape."""
+
+    value: ir.Value
+    shape: sh.Shape
+    comments: tuple = ()
+
+
+@dataclass
+class _State:
+    contributions: dict = field(default_factory=dict)
+    backward: list = field(default_factory=list)
+
+
+class _Deriver:
+    def __init__(self, doc: SpecDocument, program: Program):
+        self.doc = doc
+        self.p = program
+        user = [v.name for v in program.inputs] + [n for n, _ in program.where]
+        if not program.single:
+            user += [o.name for o in program.outputs]
+        self.scope = NameScope(set(user))
+        self.shape_of = dict(program.shape_of)
+        self.op_path = program.name
+        self.symbol_kind = {} if program.is_complex else {"real": True}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _key(self, key) -> str:
+        rest = format_key_path(key[2:])
+        return f"{self.p.name}.{rest}" if rest else self.p.name
+
+    def _error(self, key, message: str) -> SpecError:
+        return SpecError(
+            Diagnostic(self.doc.location(key), message, self.p.name, format_key_path(key[2:]))
+        )
+
+    def _check_printable(self, expr, key, what: str) -> None:
+        for cls in _UNPRINTABLE:
+            found = expr.atoms(cls) if isinstance(expr, sympy.Basic) else set()
+            if found:
+                name = cls.__name__
+                raise self._error(
+                    key,
+                    f"the {what} contains {name}, which has no TensorFlow form "
+                    f"(from {_shorten(sympy.sstr(sorted(found, key=sympy.default_sort_key)[0]))}); "
+                    "rewrite the expression",
+                )
+
+    def _symbol(self, name: str) -> sympy.Symbol:
+        return sympy.Symbol(name, **self.symbol_kind)
+
+    # -------------------------------------------------------------------- stages
+
+    def run(self) -> ir.OpIR:
+        p = self.p
+        out_locals = {
+            o.name: (self.scope.claim("out") if p.single else o.name) for o in p.outputs
+        }
+        where_names = {n for n, _ in p.where}
+        # Node names: an output's or intermediate's name when the node is all of it.
+        self.rename: dict = {}
+        node_targets: dict = {}
+        for node in p.nodes:
+            whole_output = [o for o in p.outputs if o.term.expr == node.symbol]
+            if whole_output:
+                name = out_locals[whole_output[0].name]
+            elif node.name_hint in where_names:
+                name = node.name_hint
+            else:
+                name = self.scope.claim(node.name_hint)
+            new = self._symbol(name)
+            self.rename[node.symbol] = new
+            node_targets[new] = name
+            self.shape_of[new] = node.shape
+        self.rules_used: set[str] = set()
+
+        def fwd(expr):
+            out, used = stable.rewrite(expr.xreplace(self.rename))
+            self.rules_used.update(used)
+            return out
+
+        nodes = [
+            TensorNode(
+                symbol=self.rename[n.symbol],
+                op=n.op,
+                args=tuple(fwd(a) for a in n.args),
+                arg_shapes=n.arg_shapes,
+                shape=n.shape,
+                key=n.key,
+                name_hint=n.name_hint,
+            )
+            for n in p.nodes
+        ]
+        outputs = [(o, fwd(o.term.expr)) for o in p.outputs]
+        where_exprs = [(name, fwd(term.expr)) for name, term in p.where]
+
+        self.diff_symbols = {v.symbol for v in p.inputs if v.differentiable} | {
+            n.symbol for n in nodes
+        }
+        self.leaf_symbols = {v.symbol for v in p.inputs} | {n.symbol for n in nodes}
+
+        # Forward values, with broadcasts restored where simplification dropped operands.
+        forward_values = []  # (target, value, comments)
+        for orig, n in zip(p.nodes, nodes):
+            args = tuple(
+                self._as_written(a, shape, self._leaves(o))
+                for a, shape, o in zip(n.args, n.arg_shapes, orig.args)
+            )
+            comment = f"{self._key(n.key)}: {self._describe_node(n)}"
+            forward_values.append((node_targets[n.symbol], ir.Call(n.op, args), (comment,)))
+        for o, expr in outputs:
+            if expr in node_targets and node_targets[expr] == out_locals[o.name]:
+                continue  # the output is a node's result, already named after the output
+            value = self._as_written(expr, o.term.shape, o.term.leaves)
+            forward_values.append((out_locals[o.name], value, (self._key(o.key),)))
+
+        # Reverse mode: outputs, then nodes from last to first, then inputs.
+        upstreams = []
+        for o, _ in outputs:
+            base = "upstream" if p.single else f"upstream_{o.name}"
+            upstreams.append(self._symbol(self.scope.claim(base)))
+        self.backward_symbols = set(upstreams)
+        state = _State()
+        partial_docs: list[ir.PartialIR] = []
+        vjp_docs: list[str] = []
+        for (o, expr), u in zip(outputs, upstreams):
+            self._elementwise_vjp(
+                state, expr, u, o.term.shape, out_locals[o.name], o.key, partial_docs
+            )
+        for node in reversed(nodes):
+            contributions = state.contributions.pop(node.symbol, [])
+            if not contributions:
+                continue
+            name = node_targets[node.symbol]
+            value, comments = self._accumulate(contributions, node.symbol, node.shape)
+            if isinstance(value, sympy.Symbol):
+                g = value  # the cotangent is already a local (e.g. the upstream)
+            else:
+                g = self._symbol(self.scope.claim(f"grad_{name}"))
+                self.backward_symbols.add(g)
+                state.backward.append((g.name, value, comments))
+            vjp_docs += self._node_vjp(state, node, g, name, partial_docs)
+
+        grads = {}
+        for v in p.inputs:
+            if not v.differentiable:
+                continue
+            contributions = state.contributions.pop(v.symbol, [])
+            target = self.scope.claim(f"grad_{v.name}")
+            grads[v.name] = target
+            if contributions:
+                value, comments = self._accumulate(contributions, v.symbol, v.shape)
+            else:
+                value = ir.Call("zeros_like", (v.symbol,))
+                comments = (f"{v.name} does not affect any output",)
+            state.backward.append((target, value, comments))
+
+        forward, backward = self._cse(forward_values, state.backward, where_exprs, out_locals)
+        used = {
+            s.name
+            for stmt in forward
+            for e in ir.value_exprs(stmt.value)
+            for s in e.free_symbols
+        }
+        casts = tuple(
+            ir.Statement(
+                v.name,
+                ir.Call("cast", (v.symbol,), (("dtype", p.dtype),)),
+                (f"integer input {v.name} ({v.dtype}) computes in {p.dtype}",),
+            )
+            for v in p.inputs
+            if v.is_integer and v.name in used
+        )
+        return ir.OpIR(
+            name=p.name,
+            impl=f"_{p.name}_vjp",
+            doc=p.doc,
+            dtype=p.dtype,
+            inputs=tuple(
+                ir.InputIR(
+                    name=v.name,
+                    dtype=v.dtype,
+                    declared=v.declared,
+                    shape_text=sh.format_shape(v.shape),
+                    differentiable=v.differentiable,
+                    is_integer=v.is_integer,
+                    grad=grads.get(v.name),
+                    used=v.name in used,
+                )
+                for v in p.inputs
+            ),
+            outputs=tuple(
+                ir.OutputIR(
+                    name=out_locals[o.name],
+                    shape_text=sh.format_shape(o.term.shape),
+                    formula=sympy.sstr(expr),
+                )
+                for o, expr in outputs
+            ),
+            single=p.single,
+            forward=casts + forward,
+            upstreams=tuple(u.name for u in upstreams),
+            backward=backward,
+            forward_text=self._forward_text(outputs, out_locals),
+            partials=tuple(partial_docs),
+            vjp_text=tuple(vjp_docs),
+            named_dims=self._named_dims(),
+            key=p.key,
+        )
+
+    # ------------------------------------------------------------ forward pieces
+
+    def _leaves(self, expr) -> frozenset:
+        """Leaf symbols (inputs, renamed nodes) of an expression as parsed."""
+        return frozenset(
+            self.rename.get(s, s) for s in expr.free_symbols if s in self.p.shape_of
+        )
+
+    def _describe_node(self, node: TensorNode) -> str:
+        args = [sympy.sstr(a) if a.is_Atom else f"({sympy.sstr(a)})" for a in node.args]
+        if node.op == "matmul":
+            return _shorten(f"{args[0]} @ {args[1]}")
+        return _shorten(f"{node.op}({', '.join(args)})")
+
+    def _as_written(self, expr, shape: sh.Shape, leaves: frozenset) -> ir.Value:
+        """``expr`` broadcast to the shape it has as written.
+
+        Simplification may drop operands (``x - x + y`` is ``y``), and the result must
+        still have the broadcast shape of everything written.
+        """
+        leaves = frozenset(self.rename.get(s, s) for s in leaves)
+        present = sorted(expr.free_symbols & self.leaf_symbols, key=str)
+        missing = sorted(leaves - set(present), key=str)
+        if not missing and (present or not shape):
+            return expr  # every operand as written is still there
+        factory = sh.DimFactory()
+        actual = sh.broadcast_all([self.shape_of[s] for s in present], factory)
+        if all(
+            sh.same_shape(sh.broadcast(actual, self.shape_of[s], factory), actual)
+            for s in missing
+        ) and (present or not shape):
+            return expr  # the dropped operands could not have changed the shape
+        if sh.is_static(shape):
+            return ir.Call("broadcast_to", (expr,), (("shape", tuple(shape)),))
+        sources = tuple(sorted(leaves, key=str))
+        return ir.Call("broadcast_to", (expr, ir.Call("broadcast_shape", sources)))
+
+    # ----------------------------------------------------------- reverse pieces
+
+    def _partial(self, expr, wrt, key, label):
+        d = sympy.diff(expr, wrt)
+        d = simplify_partial(d)
+        self._check_printable(d, key, f"derivative {label}")
+        return d
+
+    def _elementwise_vjp(self, state, expr, g, shape, out_name, key, docs):
+        """Contributions of ``g * conj(d expr/d v)`` to every differentiable symbol ``v``."""
+        key_text = self._key(key)
+        for v in sorted(expr.free_symbols & self.diff_symbols, key=str):
+            if expr == v:  # the output is this value itself: the cotangent passes through
+                state.contributions.setdefault(v, []).append(_Contribution(g, shape))
+                continue
+            label = f"d({out_name})/d({v.name})"
+            d = self._partial(expr, v, key, label)
+            docs.append(ir.PartialIR(out_name, v.name, self._show(d)))
+            if d == 0:
+                continue
+            term = g * sympy.conjugate(d)
+            comment = _shorten(f"{label} = {self._show(d)}  ({key_text})")
+            state.contributions.setdefault(v, []).append(_Contribution(term, shape, (comment,)))
+
+    def _accumulate(self, contributions, target, target_shape):
+        """Sum contributions, unbroadcasting each group of equal shape to ``target_shape``."""
+        groups: list[tuple[sh.Shape, list[_Contribution]]] = []
+        for c in contributions:
+            for shape, members in groups:
+                if sh.same_shape(shape, c.shape):
+                    members.append(c)
+                    break
+            else:
+                groups.append((c.shape, [c]))
+        parts, comments = [], []
+        for shape, members in groups:
+            total = _add([m.value for m in members])
+            for m in members:
+                comments.extend(m.comments)
+            plan = sh.reduction_plan(target_shape, shape)
+            if not (isinstance(plan, sh.StaticReduction) and plan.is_identity):
+                comments.append(sh.describe_reduction(plan, target_shape, shape))
+            parts.append(_unbroadcast(total, plan, target))
+        return _add(parts), tuple(comments)
+
+    def _node_vjp(self, state, node: TensorNode, g, name, docs) -> list[str]:
+        """Contributions of a node's VJP to the symbols in its operands."""
+        texts = []
+        key_text = self._key(node.key)
+        if node.op == "matmul":
+            a, b = node.args
+            sa, sb = node.arg_shapes
+            batch = node.shape[:-2]
+            adj = "adjoint" if self.p.is_complex else "transpose"
+            rules = [
+                (a, sa, ir.Call("matmul", (g, b), ((f"{adj}_b", True),)),
+                 batch + tuple(sa[-2:]), f"{g.name} @ {adj}({sympy.sstr(b)})"),
+                (b, sb, ir.Call("matmul", (a, g), ((f"{adj}_a", True),)),
+                 batch + tuple(sb[-2:]), f"{adj}({sympy.sstr(a)}) @ {g.name}"),
+            ]
+        elif node.op == "transpose":
+            (a,) = node.args
+            (sa,) = node.arg_shapes
+            rules = [(a, sa, ir.Call("transpose", (g,)), tuple(sa),
+                      f"transpose({g.name})")]
+        else:  # pragma: no cover - the parser creates no other nodes
+            raise AssertionError(node.op)
+        for arg, arg_shape, vjp, vjp_shape, text in rules:
+            targets = sorted(arg.free_symbols & self.diff_symbols, key=str)
+            if not targets:
+                continue
+            texts.append(f"VJP of {name} w.r.t. {sympy.sstr(arg)}: {text}")
+            comment = _shorten(f"VJP of {name} ({node.op}): {text}  ({key_text})")
+            if arg.is_Symbol:
+                state.contributions.setdefault(arg, []).append(
+                    _Contribution(vjp, vjp_shape, (comment,))
+                )
+                continue
+            # A compound operand: materialize its cotangent, then differentiate it.
+            ga = self._symbol(self.scope.claim(f"grad_{name}_arg"))
+            self.backward_symbols.add(ga)
+            state.backward.append((ga.name, vjp, (comment,)))
+            self._elementwise_vjp(
+                state, arg, ga, vjp_shape, f"{name} operand", node.key, docs
+            )
+        return texts
+
+    # ----------------------------------------------------------------- CSE + order
+
+    def _cse(self, forward_values, backward_values, where_exprs, out_locals):
+        fwd_exprs = [e for _, v, _ in forward_values for e in ir.value_exprs(v)]
+        bwd_exprs = [e for _, v, _ in backward_values for e in ir.value_exprs(v)]
+        # Temporaries that involve a cotangent can only be used by backward statements,
+        # so the forward/backward split below keeps them in the gradient function.
+        replacements, reduced = sympy.cse(
+            fwd_exprs + bwd_exprs,
+            symbols=sympy.numbered_symbols("_cse"),
+            order="canonical",
+        )
+        reduced_iter = iter(reduced)
+
+        def take(_):
+            return next(reduced_iter)
+
+        fwd_vals = [(t, ir.map_value(v, take), c) for t, v, c in forward_values]
+        bwd_vals = [(t, ir.map_value(v, take), c) for t, v, c in backward_values]
+
+        temps = dict(replacements)
+        order = [s for s, _ in replacements]
+        deps = {s: e.free_symbols & set(temps) for s, e in temps.items()}
+        forward_temps: set = set()
+        stack = [s for _, v, _ in fwd_vals for e in ir.value_exprs(v) for s in e.free_symbols
+                 if s in temps]
+        while stack:
+            s = stack.pop()
+            if s not in forward_temps:
+                forward_temps.add(s)
+                stack.extend(deps[s])
+
+        # Names: a temp equal to a `where` intermediate takes its name; a temp that is a
+        # whole output takes the output's name; other temps get short descriptive names.
+        names: dict = {}
+        expanded: dict = {}
+        for s in order:
+            expanded[s] = temps[s].xreplace(expanded)
+        where_names = {e: n for n, e in reversed(where_exprs)}
+        for s in order:
+            name = where_names.get(expanded[s])
+            if name is not None and name not in names.values():
+                names[s] = name
+        dropped_outputs = set()
+        for i, (t, v, c) in enumerate(fwd_vals):
+            if t in out_locals.values() and isinstance(v, sympy.Symbol) and v in temps \
+                    and v in forward_temps and v not in names:
+                names[v] = t
+                dropped_outputs.add(i)
+        for s in order:
+            if s not in names:
+                names[s] = self.scope.claim(_temp_name(temps[s], names))
+        rename = {s: self._symbol(names[s]) for s in order}
+
+        def fix(e):
+            return e.xreplace(rename)
+
+        temp_stmts = {rename[s]: ir.Statement(names[s], fix(temps[s])) for s in order}
+
+        def emit(value_list, allowed, skip=()):
+            out, done = [], set()
+
+            def need(expr_list):
+                for e in expr_list:
+                    for sym in sorted(e.free_symbols, key=str):
+                        if sym in temp_stmts and sym in allowed and sym not in done:
+                            done.add(sym)
+                            need([temp_stmts[sym].value])
+                            out.append(temp_stmts[sym])
+
+            for i, (t, v, c) in enumerate(value_list):
+                v = ir.map_value(v, fix)
+                if i in skip:
+                    target_sym = self._symbol(t)
+                    if target_sym in temp_stmts and target_sym not in done:
+                        done.add(target_sym)
+                        need([temp_stmts[target_sym].value])
+                        stmt = temp_stmts[target_sym]
+                        out.append(ir.Statement(stmt.target, stmt.value, c))
+                    continue
+                need(list(ir.value_exprs(v)))
+                out.append(ir.Statement(t, v, c))
+            return tuple(out)
+
+        fwd_allowed = {rename[s] for s in forward_temps}
+        bwd_allowed = {rename[s] for s in order if s not in forward_temps}
+        forward = emit(fwd_vals, fwd_allowed, skip=dropped_outputs)
+        backward = emit(bwd_vals, bwd_allowed)
+        return forward, backward
+
+    # ------------------------------------------------------------------ docs
+
+    def _forward_text(self, outputs, out_locals):
+        lines = []
+        for i, (name, term) in enumerate(self.p.where):
+            lines.append(f"{name} = {self._show(term.expr, upto=i)}")
+        for o, _ in outputs:
+            lines.append(f"{out_locals[o.name]} = {self._show(o.term.expr)}")
+        return tuple(lines)
+
+    def _show(self, expr, upto: int | None = None) -> str:
+        """Formula text for docs and comments: ``where`` names in place of their
+        expressions (the first ``upto`` of them), node symbols as their operations."""
+        where = self.p.where if upto is None else self.p.where[:upto]
+        mapping = {}
+        for name, term in reversed(where):
+            mapping[term.expr] = sympy.Symbol(name)
+            mapping[self._rewritten(term.expr)] = sympy.Symbol(name)
+        shown = self._display(expr.xreplace(self._inverse_rename()).xreplace(mapping))
+        return _shorten(sympy.sstr(shown))
+
+    def _rewritten(self, expr):
+        return stable.rewrite(expr)[0]
+
+    def _inverse_rename(self) -> dict:
+        return {new: old for old, new in getattr(self, "rename", {}).items()}
+
+    def _display(self, expr):
+        """``expr`` with node symbols shown as their operations, e.g. ``(a @ b)``."""
+        if not hasattr(self, "_display_map"):
+            mapping: dict = {}
+            for n in self.p.nodes:
+                args = [sympy.sstr(a.xreplace(mapping)) for a in n.args]
+                text = f"({args[0]} @ {args[1]})" if n.op == "matmul" else (
+                    f"{n.op}({', '.join(args)})"
+                )
+                mapping[n.symbol] = sympy.Symbol(text)
+            self._display_map = mapping
+        return expr.xreplace(self._display_map)
+
+    def _named_dims(self):
+        uses: dict[str, list] = {}
+        for v in self.p.inputs:
+            for axis, d in enumerate(v.declared):
+                if isinstance(d, str):
+                    uses.setdefault(d, []).append((v.name, axis))
+        return tuple((d, tuple(places)) for d, places in sorted(uses.items())
+                     if len(places) > 1)
+
+
+def _add(values: list) -> ir.Value:
+    exprs = [v for v in values if not isinstance(v, ir.Call)]
+    calls = [v for v in values if isinstance(v, ir.Call)]
+    parts = ([sympy.Add(*exprs)] if exprs else []) + calls
+    out = parts[0]
+    for part in parts[1:]:
+        out = ir.Call("add", (out, part))
+    return out
+
+
+def _unbroadcast(value: ir.Value, plan: sh.ReductionPlan, like) -> ir.Value:
+    if isinstance(plan, sh.DynamicReduction):
+        return ir.Call("unbroadcast", (value, like))
+    if plan.drop_axes:
+        value = ir.Call("reduce_sum", (value,), (("axis", plan.drop_axes), ("keepdims", False)))
+    if plan.keep_axes:
+        value = ir.Call("reduce_sum", (value,), (("axis", plan.keep_axes), ("keepdims", True)))
+    return value
+
+
+def _temp_name(expr, names: dict) -> str:
+    """A short descriptive name for a CSE temporary: ``exp_x``, ``x_sq``, ``t``."""
+    def label(e):
+        if e.is_Symbol:
+            return names.get(e, e.name)
+        return None
+
+    if isinstance(expr, sympy.Pow) and label(expr.base):
+        if expr.exp == 2:
+            return f"{label(expr.base)}_sq"
+        if expr.exp == sympy.Rational(1, 2):
+            return f"sqrt_{label(expr.base)}"
+        if expr.exp == -1:
+            return f"inv_{label(expr.base)}"
+    if isinstance(expr, sympy.Function) and len(expr.args) == 1 and label(expr.args[0]):
+        return f"{type(expr).__name__.lower()}_{label(expr.args[0])}"
+    return "t"

@@ -1,0 +1,702 @@
+"""Safe parsing of spec expressions into SymPy, with shapes.
+
+Consumes: one validated op (:class:`gradgen.spec.OpSpec`) and its document (for
+positions). Guarantees: :func:`parse_op` returns a :class:`Program`, or raises
+:class:`~gradgen.errors.SpecError` pointing at the offending part of the expression.
+
+Spec text is never given to ``eval``, ``sympify`` or ``parse_expr``. It is parsed with
+Python's :mod:`ast` in ``eval`` mode, every node is checked against an allow-list
+(numbers, names of inputs and intermediates, ``+ - * / ** @``, unary minus, comparisons
+and boolean operators inside conditions, calls of the functions in :data:`FUNCTIONS`),
+and the SymPy objects are built here, node by node. Sizes are bounded: text length,
+AST node count and depth, literal magnitudes, and numeric powers (``10**10**10`` is
+refused, not evaluated).
+
+A :class:`Program` separates two kinds of computation:
+
+* elementwise expressions: SymPy expressions over input symbols and node symbols, with
+  NumPy broadcasting;
+* :class:`TensorNode` s: non-elementwise ops (``@``, ``transpose``...), each with a fresh
+  symbol that stands for its result in later elementwise expressions.
+
+Every term carries its declared :data:`~gradgen.shapes.Shape` (computed from the
+expression *as written*, before SymPy simplifies anything away) and the set of leaf
+symbols written in it, so that an output like ``x - x + y`` keeps the broadcast shape
+of ``x`` and ``y``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sympy
+from sympy.core.relational import Relational
+
+from . import shapes as sh
+from .errors import Diagnostic, SpecError
+from .functions import expm1, log1p, sigmoid, softplus
+from .naming import EXPRESSION_NAMES
+from .spec import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
+
+MAX_AST_NODES = 2000
+MAX_AST_DEPTH = 64
+MAX_INT_LITERAL = 2**53
+MAX_CONSTANT_LOG10 = 300
+
+
+@dataclass(frozen=True)
+class Term:
+    """A parsed (sub)expression.
+
+    Attributes:
+        expr: the SymPy expression (a relational or boolean for conditions).
+        shape: declared shape of the value as written.
+        leaves: input and node symbols written in it (even ones SymPy simplified away).
+        is_condition: True for comparisons and their boolean combinations.
+    """
+
+    expr: Any
+    shape: sh.Shape
+    leaves: frozenset = frozenset()
+    is_condition: bool = False
+
+
+@dataclass(frozen=True)
+class InputVar:
+    """An op input: its symbol, declared shape and dtype.
+
+    Attributes:
+        name: the user's name (also the generated parameter name).
+        symbol: SymPy symbol, declared real for real dtypes.
+        shape: declared shape (``null`` dims are :class:`~gradgen.shapes.Unknown`).
+        declared: the dims as written in the spec (ints, names, None).
+        dtype: TF dtype name.
+        differentiable: whether a gradient is returned.
+        key: spec key path of the input.
+    """
+
+    name: str
+    symbol: sympy.Symbol
+    shape: sh.Shape
+    declared: tuple
+    dtype: str
+    differentiable: bool
+    key: Loc
+
+    @property
+    def is_integer(self) -> bool:
+        return self.dtype in INT_DTYPES
+
+
+@dataclass(frozen=True)
+class TensorNode:
+    """A non-elementwise op of the forward program.
+
+    Attributes:
+        symbol: stands for the result in later expressions.
+        op: one of ``matmul``, ``transpose``.
+        args: operand expressions (elementwise SymPy expressions).
+        arg_shapes: declared shapes of the operands.
+        shape: declared shape of the result.
+        key: spec key path of the expression it appears in.
+        name_hint: preferred local name (a ``where`` name when the node is one).
+    """
+
+    symbol: sympy.Symbol
+    op: str
+    args: tuple
+    arg_shapes: tuple
+    shape: sh.Shape
+    key: Loc
+    name_hint: str
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output: its name, term and spec key path."""
+
+    name: str
+    term: Term
+    key: Loc
+
+
+@dataclass(frozen=True)
+class Program:
+    """An op's forward computation, ready for derivation.
+
+    Attributes:
+        name: the op's name.
+        doc: the op's doc text, or None.
+        inputs: in declaration order.
+        nodes: non-elementwise ops in evaluation order.
+        where: named intermediates in order (name, term).
+        outputs: in order; ``single`` says the op returns one tensor, not a tuple.
+        dtype: the compute dtype (the float/complex dtype of the non-integer inputs).
+        key: spec key path of the op.
+    """
+
+    name: str
+    doc: str | None
+    inputs: tuple[InputVar, ...]
+    nodes: tuple[TensorNode, ...]
+    where: tuple[tuple[str, Term], ...]
+    outputs: tuple[Output, ...]
+    single: bool
+    dtype: str
+    key: Loc
+    shape_of: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_complex(self) -> bool:
+        return self.dtype in COMPLEX_DTYPES
+
+
+class _ExprError(Exception):
+    def __init__(self, node: ast.AST | None, message: str):
+        super().__init__(message)
+        self.node = node
+        self.message = message
+
+
+# Elementwise functions of one argument: name -> SymPy constructor.
+UNARY: dict[str, Callable] = {
+    "exp": sympy.exp,
+    "sqrt": sympy.sqrt,
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "asin": sympy.asin,
+    "acos": sympy.acos,
+    "atan": sympy.atan,
+    "sinh": sympy.sinh,
+    "cosh": sympy.cosh,
+    "tanh": sympy.tanh,
+    "asinh": sympy.asinh,
+    "acosh": sympy.acosh,
+    "atanh": sympy.atanh,
+    "erf": sympy.erf,
+    "erfc": sympy.erfc,
+    "Abs": sympy.Abs,
+    "abs": sympy.Abs,
+    "sign": sympy.sign,
+    "floor": sympy.floor,
+    "ceiling": sympy.ceiling,
+    "log1p": log1p,
+    "expm1": expm1,
+    "sigmoid": sigmoid,
+    "softplus": softplus,
+}
+OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where", "transpose")
+MATRIX_FUNCTIONS_PLANNED = ("inverse", "det", "trace", "sum", "mean", "einsum")
+FUNCTIONS = tuple(sorted(set(UNARY) | set(OTHER_FUNCTIONS)))
+assert set(FUNCTIONS) <= EXPRESSION_NAMES
+
+_OPERATORS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+_COMPARE = {
+    ast.Lt: sympy.StrictLessThan,
+    ast.LtE: sympy.LessThan,
+    ast.Gt: sympy.StrictGreaterThan,
+    ast.GtE: sympy.GreaterThan,
+    ast.Eq: sympy.Eq,
+    ast.NotEq: sympy.Ne,
+}
+_FORBIDDEN = {
+    ast.Attribute: "attribute access ('.') is not allowed",
+    ast.Subscript: "indexing ('[...]') is not allowed",
+    ast.Lambda: "lambdas are not allowed",
+    ast.ListComp: "comprehensions are not allowed",
+    ast.SetComp: "comprehensions are not allowed",
+    ast.DictComp: "comprehensions are not allowed",
+    ast.GeneratorExp: "comprehensions are not allowed",
+    ast.JoinedStr: "f-strings are not allowed",
+    ast.FormattedValue: "f-strings are not allowed",
+    ast.Starred: "'*' unpacking is not allowed",
+    ast.NamedExpr: "assignment expressions (':=') are not allowed",
+    ast.IfExp: "'a if c else b' is not allowed; use where(c, a, b) or Piecewise",
+    ast.Dict: "dict literals are not allowed",
+    ast.Set: "set literals are not allowed",
+    ast.Await: "'await' is not allowed",
+    ast.Yield: "'yield' is not allowed",
+    ast.YieldFrom: "'yield' is not allowed",
+    ast.Slice: "slices are not allowed",
+}
+
+
+def _balanced(text: str) -> bool:
+    """True when brackets never close more than they opened (outside strings)."""
+    depth, quote = 0, None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _dim(d, factory: sh.DimFactory) -> sh.Dim:
+    return factory.unknown() if d is None else d
+
+
+def _compute_dtype(op: OpSpec, default: str) -> tuple[str | None, str]:
+    """(dtype, problem): the one float/complex dtype of the op's non-integer inputs."""
+    dtypes = sorted({s.dtype for s in op.inputs.values() if s.dtype not in INT_DTYPES})
+    if len(dtypes) > 1:
+        listing = ", ".join(f"{n}: {s.dtype}" for n, s in op.inputs.items())
+        return None, (
+            f"inputs have different dtypes ({listing}); an op computes in one float or "
+            "complex dtype (integer inputs are cast to it)"
+        )
+    if dtypes:
+        return dtypes[0], ""
+    return (default if default in FLOAT_DTYPES + COMPLEX_DTYPES else "float32"), ""
+
+
+def parse_op(doc: SpecDocument, index: int) -> Program:
+    """Parse every expression of ``doc.model.ops[index]`` into a :class:`Program`.
+
+    Raises:
+        SpecError: an unknown name or function, a construct outside the allow-list,
+            shapes that do not broadcast, an oversized or non-finite constant; the
+            diagnostic points into the expression where the AST allows.
+    """
+    op = doc.model.ops[index]
+    base: Loc = ("ops", index)
+    factory = sh.DimFactory()
+    dtype, problem = _compute_dtype(op, doc.model.dtype)
+    if dtype is None:
+        raise SpecError(_diag(doc, op.name, base + ("inputs",), problem))
+    is_complex = dtype in COMPLEX_DTYPES
+
+    inputs = []
+    for name, spec in op.inputs.items():
+        if spec.dtype in INT_DTYPES:
+            symbol = sympy.Symbol(name, integer=True)
+        elif spec.dtype in COMPLEX_DTYPES:
+            symbol = sympy.Symbol(name, complex=True)
+        else:
+            symbol = sympy.Symbol(name, real=True)
+        shape = tuple(_dim(d, factory) for d in spec.shape)
+        inputs.append(
+            InputVar(
+                name=name,
+                symbol=symbol,
+                shape=shape,
+                declared=tuple(spec.shape),
+                dtype=spec.dtype,
+                differentiable=bool(spec.differentiable),
+                key=base + ("inputs", name),
+            )
+        )
+    parser = _Parser(doc, op.name, factory, is_complex)
+    for var in inputs:
+        parser.names[var.name] = Term(var.symbol, var.shape, frozenset([var.symbol]))
+        parser.shape_of[var.symbol] = var.shape
+
+    where = []
+    for name, text in op.where.items():
+        term = parser.parse(text, base + ("where", name), name_hint=name)
+        parser.names[name] = term
+        where.append((name, term))
+
+    outputs = []
+    if op.output is not None:
+        key = base + ("output",)
+        outputs.append(Output("out", parser.parse(op.output, key), key))
+    else:
+        for name, text in op.outputs.items():
+            key = base + ("outputs", name)
+            outputs.append(Output(name, parser.parse(text, key, name_hint=name), key))
+
+    return Program(
+        name=op.name,
+        doc=op.doc,
+        inputs=tuple(inputs),
+        nodes=tuple(parser.nodes),
+        where=tuple(where),
+        outputs=tuple(outputs),
+        single=op.output is not None,
+        dtype=dtype,
+        key=base,
+        shape_of=parser.shape_of,
+    )
+
+
+def _diag(doc: SpecDocument, op: str, loc: Loc, message: str) -> Diagnostic:
+    from .spec import format_key_path
+
+    return Diagnostic(doc.location(loc), message, op, format_key_path(loc[2:]))
+
+
+class _Parser:
+    def __init__(self, doc: SpecDocument, op: str, factory: sh.DimFactory, is_complex: bool):
+        self.doc = doc
+        self.op = op
+        self.factory = factory
+        self.is_complex = is_complex
+        self.names: dict[str, Term] = {}
+        self.nodes: list[TensorNode] = []
+        self.shape_of: dict[sympy.Symbol, sh.Shape] = {}
+        self.key: Loc = ()
+        self.name_hint = ""
+        self._root: ast.AST | None = None
+
+    # ----------------------------------------------------------------- entry point
+
+    def parse(self, text: str, key: Loc, name_hint: str = "") -> Term:
+        self.key = key
+        self.name_hint = name_hint
+        try:
+            tree = self._ast(text)
+            self._root = tree.body
+            term = self.visit(tree.body)
+            if term.is_condition:
+                raise _ExprError(tree.body, "a condition is not a value; use it in where()")
+            self._check_finite(tree.body, term.expr)
+            return term
+        except _ExprError as e:
+            raise SpecError(self._diagnostic(e.node, e.message)) from None
+        except RecursionError:
+            raise SpecError(self._diagnostic(None, "expression is nested too deeply")) from None
+
+    def _diagnostic(self, node: ast.AST | None, message: str) -> Diagnostic:
+        location = self.doc.location(self.key)
+        anchor = self.doc.anchor(self.key)
+        if node is not None and anchor is not None and hasattr(node, "lineno"):
+            line, col = anchor.position(node.lineno, node.col_offset)
+            location = type(location)(location.path, line, col)
+        from .spec import format_key_path
+
+        return Diagnostic(location, message, self.op, format_key_path(self.key[2:]))
+
+    def _ast(self, text: str) -> ast.Expression:
+        if "\x00" in text:
+            raise _ExprError(None, "expression contains a NUL character")
+        text = text.strip()
+        shift = 0
+        if "\n" in text and _balanced(text):
+            # A multi-line expression (a YAML block scalar): parse it as if it were in
+            # parentheses, which keeps every line's columns; only line numbers shift.
+            text, shift = f"(\n{text}\n)", 1
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as e:
+            node = ast.Constant(0)
+            node.lineno, node.col_offset = e.lineno or 1, max((e.offset or 1) - 1, 0)
+            raise _ExprError(node, f"invalid expression syntax: {e.msg}") from None
+        except (RecursionError, MemoryError, ValueError):
+            raise _ExprError(None, "expression is nested too deeply or too large") from None
+        if shift:
+            for node in ast.walk(tree):
+                if hasattr(node, "lineno"):
+                    node.lineno -= shift
+        count, stack = 0, [(tree.body, 1)]
+        while stack:
+            node, depth = stack.pop()
+            count += 1
+            if depth > MAX_AST_DEPTH:
+                raise _ExprError(node, f"expression is nested deeper than {MAX_AST_DEPTH}")
+            if count > MAX_AST_NODES:
+                raise _ExprError(None, f"expression has more than {MAX_AST_NODES} parts")
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        return tree
+
+    # -------------------------------------------------------------------- visitors
+
+    def visit(self, node: ast.AST) -> Term:
+        for kind, message in _FORBIDDEN.items():
+            if isinstance(node, kind):
+                raise _ExprError(node, message)
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise _ExprError(node, f"'{type(node).__name__}' is not allowed in an expression")
+        return method(node)
+
+    def visit_Constant(self, node: ast.Constant) -> Term:
+        value = node.value
+        if isinstance(value, bool):
+            return Term(sympy.true if value else sympy.false, (), is_condition=True)
+        if isinstance(value, int):
+            if abs(value) > MAX_INT_LITERAL:
+                raise _ExprError(node, f"integer literal larger than 2**53: {value}")
+            return Term(sympy.Integer(value), ())
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise _ExprError(node, "literal is not finite (overflows float64)")
+            if value.is_integer() and abs(value) <= MAX_INT_LITERAL:
+                return Term(sympy.Integer(int(value)), ())  # 2.0 -> 2: x**2.0 is x*x
+            return Term(sympy.Float(repr(value), 17), ())
+        if isinstance(value, complex):
+            if not self.is_complex:
+                raise _ExprError(node, "complex literals need complex inputs")
+            if not (math.isfinite(value.real) and math.isfinite(value.imag)):
+                raise _ExprError(node, "literal is not finite")
+            return Term(sympy.Float(value.real) + sympy.I * sympy.Float(value.imag), ())
+        if isinstance(value, str):
+            raise _ExprError(node, "strings are only allowed as einsum subscripts")
+        raise _ExprError(node, f"literal {value!r} is not allowed")
+
+    def visit_Name(self, node: ast.Name) -> Term:
+        name = node.id
+        if name in self.names:
+            return self.names[name]
+        if name == "pi":
+            return Term(sympy.pi, ())
+        if name == "E":
+            return Term(sympy.E, ())
+        if name == "I":
+            if not self.is_complex:
+                raise _ExprError(node, "the imaginary unit I needs complex inputs")
+            return Term(sympy.I, ())
+        if name in FUNCTIONS or name in MATRIX_FUNCTIONS_PLANNED:
+            raise _ExprError(node, f"'{name}' is a function; call it like {name}(...)")
+        known = sorted(self.names)
+        hint = difflib.get_close_matches(name, known + ["pi", "E"], n=1)
+        msg = f"unknown name '{name}'"
+        if hint:
+            msg += f"; did you mean '{hint[0]}'?"
+        msg += f" (defined here: {', '.join(known)})" if known else ""
+        raise _ExprError(node, msg)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Term:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            self._need_condition(node.operand, operand)
+            return Term(sympy.Not(operand.expr), operand.shape, operand.leaves, True)
+        self._need_value(node.operand, operand)
+        if isinstance(node.op, ast.USub):
+            return Term(-operand.expr, operand.shape, operand.leaves)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        raise _ExprError(node, "operator '~' is not allowed")
+
+    def visit_BinOp(self, node: ast.BinOp) -> Term:
+        symbol = _OPERATORS.get(type(node.op), "?")
+        if symbol not in ("+", "-", "*", "/", "**", "@"):
+            raise _ExprError(node, f"operator '{symbol}' is not allowed")
+        left, right = self.visit(node.left), self.visit(node.right)
+        self._need_value(node.left, left)
+        self._need_value(node.right, right)
+        if symbol == "@":
+            return self._matmul(node, left, right)
+        shape = self._broadcast(node, [left, right])
+        a, b = left.expr, right.expr
+        if symbol == "+":
+            expr = a + b
+        elif symbol == "-":
+            expr = a - b
+        elif symbol == "*":
+            expr = a * b
+        elif symbol == "/":
+            expr = a / b
+        else:
+            expr = self._pow(node, a, b)
+        return Term(expr, shape, left.leaves | right.leaves)
+
+    def _pow(self, node: ast.AST, base, exponent):
+        if base.is_number and exponent.is_number:
+            try:
+                magnitude = abs(float(exponent)) * abs(math.log10(abs(float(base)) or 1.0))
+            except (TypeError, ValueError, OverflowError):
+                magnitude = math.inf
+            if magnitude > MAX_CONSTANT_LOG10:
+                raise _ExprError(node, "constant power is too large to represent")
+        return base**exponent
+
+    def visit_Compare(self, node: ast.Compare) -> Term:
+        terms = [self.visit(node.left)] + [self.visit(c) for c in node.comparators]
+        for child, term in zip([node.left] + node.comparators, terms):
+            self._need_value(child, term)
+            if self.is_complex:
+                raise _ExprError(node, "complex values cannot be compared")
+        parts = []
+        for op, a, b in zip(node.ops, terms, terms[1:]):
+            cls = _COMPARE.get(type(op))
+            if cls is None:
+                raise _ExprError(node, "only < <= > >= == != comparisons are allowed")
+            parts.append(cls(a.expr, b.expr))
+        expr = sympy.And(*parts) if len(parts) > 1 else parts[0]
+        leaves = frozenset().union(*(t.leaves for t in terms))
+        return Term(expr, self._broadcast(node, terms), leaves, True)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Term:
+        terms = [self.visit(v) for v in node.values]
+        for child, term in zip(node.values, terms):
+            self._need_condition(child, term)
+        combine = sympy.And if isinstance(node.op, ast.And) else sympy.Or
+        expr = combine(*(t.expr for t in terms))
+        leaves = frozenset().union(*(t.leaves for t in terms))
+        return Term(expr, self._broadcast(node, terms), leaves, True)
+
+    def visit_Tuple(self, node: ast.Tuple) -> Term:
+        raise _ExprError(node, "tuples are only allowed as Piecewise((value, condition), ...)")
+
+    def visit_List(self, node: ast.List) -> Term:
+        raise _ExprError(node, "lists are not allowed here")
+
+    def visit_Call(self, node: ast.Call) -> Term:
+        if not isinstance(node.func, ast.Name):
+            self.visit(node.func)  # reports the attribute access, lambda... it is
+            raise _ExprError(node, "only calls of allowed functions by name, like exp(x)")
+        name = node.func.id
+        if name in MATRIX_FUNCTIONS_PLANNED:
+            raise _ExprError(
+                node, f"'{name}' is part of the spec format but not supported yet by this "
+                "gradgen version"
+            )
+        if name not in FUNCTIONS:
+            if name in self.names:
+                raise _ExprError(node, f"'{name}' is a value, not a function")
+            hint = difflib.get_close_matches(name, FUNCTIONS, n=1)
+            msg = f"unknown function '{name}'"
+            msg += f"; did you mean '{hint[0]}'?" if hint else ""
+            raise _ExprError(node, msg + f" (allowed: {', '.join(FUNCTIONS)})")
+        if node.keywords:
+            raise _ExprError(node, f"{name}() takes no keyword arguments")
+        if name == "Piecewise":
+            return self._piecewise(node)
+        args = [self.visit(a) for a in node.args]
+        if name == "where":
+            self._arity(node, name, args, 3)
+            self._need_condition(node.args[0], args[0])
+            self._need_value(node.args[1], args[1])
+            self._need_value(node.args[2], args[2])
+            expr = sympy.Piecewise((args[1].expr, args[0].expr), (args[2].expr, True))
+            return self._elementwise(node, expr, args)
+        for child, arg in zip(node.args, args):
+            self._need_value(child, arg)
+        if name in UNARY:
+            self._arity(node, name, args, 1)
+            return self._elementwise(node, UNARY[name](args[0].expr), args)
+        if name == "log":
+            if len(args) == 2:
+                return self._elementwise(
+                    node, sympy.log(args[0].expr) / sympy.log(args[1].expr), args
+                )
+            self._arity(node, name, args, 1)
+            return self._elementwise(node, sympy.log(args[0].expr), args)
+        if name == "atan2":
+            self._arity(node, name, args, 2)
+            return self._elementwise(node, sympy.atan2(args[0].expr, args[1].expr), args)
+        if name in ("Max", "Min"):
+            if len(args) < 2:
+                raise _ExprError(node, f"{name}() takes two or more arguments")
+            fn = sympy.Max if name == "Max" else sympy.Min
+            return self._elementwise(node, fn(*(a.expr for a in args)), args)
+        if name == "transpose":
+            self._arity(node, name, args, 1)
+            return self._transpose(node, args[0])
+        raise AssertionError(name)  # every allowed function is handled above
+
+    # -------------------------------------------------------------------- helpers
+
+    def _piecewise(self, node: ast.Call) -> Term:
+        if not node.args:
+            raise _ExprError(node, "Piecewise() needs (value, condition) pairs")
+        pairs, terms = [], []
+        for arg in node.args:
+            if not isinstance(arg, ast.Tuple) or len(arg.elts) != 2:
+                raise _ExprError(arg, "each Piecewise argument is a (value, condition) pair")
+            value, cond = self.visit(arg.elts[0]), self.visit(arg.elts[1])
+            self._need_value(arg.elts[0], value)
+            self._need_condition(arg.elts[1], cond)
+            pairs.append((value.expr, cond.expr))
+            terms += [value, cond]
+        if pairs[-1][1] is not sympy.true:
+            raise _ExprError(
+                node.args[-1],
+                "the last Piecewise pair must have the condition True (the value "
+                "everywhere else), so the result is defined for every input",
+            )
+        return self._elementwise(node, sympy.Piecewise(*pairs), terms)
+
+    def _elementwise(self, node: ast.AST, expr, args: list[Term]) -> Term:
+        shape = self._broadcast(node, args)
+        leaves = frozenset().union(*(a.leaves for a in args)) if args else frozenset()
+        return Term(expr, shape, leaves)
+
+    def _broadcast(self, node: ast.AST, terms: list[Term]) -> sh.Shape:
+        try:
+            return sh.broadcast_all([t.shape for t in terms], self.factory)
+        except sh.ShapeError as e:
+            raise _ExprError(node, str(e)) from None
+
+    def _arity(self, node: ast.AST, name: str, args: list, n: int) -> None:
+        if len(args) != n:
+            plural = "argument" if n == 1 else "arguments"
+            raise _ExprError(node, f"{name}() takes {n} {plural}, got {len(args)}")
+
+    def _need_value(self, node: ast.AST, term: Term) -> None:
+        if term.is_condition:
+            raise _ExprError(node, "a condition is not a value here")
+
+    def _need_condition(self, node: ast.AST, term: Term) -> None:
+        if not term.is_condition:
+            raise _ExprError(node, "expected a condition such as x > 0")
+
+    def _check_finite(self, node: ast.AST, expr) -> None:
+        bad = expr.atoms(sympy.core.numbers.ComplexInfinity, sympy.core.numbers.NaN)
+        bad |= {a for a in expr.atoms(sympy.Number) if a.is_infinite}
+        if bad or expr.has(sympy.oo, -sympy.oo):
+            raise _ExprError(node, "expression is infinite or undefined (e.g. 1/0)")
+
+    def _node(self, node: ast.AST, op: str, args: list[Term], shape: sh.Shape) -> Term:
+        index = len(self.nodes)
+        hint = self.name_hint if isinstance(node, ast.AST) and self._is_whole(node) else ""
+        assumptions = {} if self.is_complex else {"real": True}
+        symbol = sympy.Symbol(f"_node{index}", **assumptions)
+        self.nodes.append(
+            TensorNode(
+                symbol=symbol,
+                op=op,
+                args=tuple(a.expr for a in args),
+                arg_shapes=tuple(a.shape for a in args),
+                shape=shape,
+                key=self.key,
+                name_hint=hint or op,
+            )
+        )
+        self.shape_of[symbol] = shape
+        return Term(symbol, shape, frozenset([symbol]))
+
+    def _is_whole(self, node: ast.AST) -> bool:
+        return self._root is node
+
+    def _matmul(self, node: ast.AST, left: Term, right: Term) -> Term:
+        try:
+            shape = sh.matmul_shape(left.shape, right.shape, self.factory)
+        except sh.ShapeError as e:
+            raise _ExprError(node, str(e)) from None
+        return self._node(node, "matmul", [left, right], shape)
+
+    def _transpose(self, node: ast.AST, arg: Term) -> Term:
+        if len(arg.shape) < 2:
+            raise _ExprError(
+                node, f"transpose() needs rank >= 2 (swaps the last two axes); got "
+                f"{sh.format_shape(arg.shape)}"
+            )
+        shape = arg.shape[:-2] + (arg.shape[-1], arg.shape[-2])
+        return self._node(node, "transpose", [arg], shape)

@@ -1,0 +1,204 @@
+"""The intermediate representation between derivation and rendering.
+
+Consumes nothing; :mod:`gradgen.derive` builds it, :mod:`gradgen.render` reads it.
+Guarantees: everything is a frozen dataclass or an immutable SymPy object, so an IR can
+be hashed, compared and cached, and the templates see only what is here.
+
+A statement's value is a :data:`Value`: either a SymPy expression (elementwise, printed
+by :class:`gradgen.printer.TFPrinter`) or a :class:`Call` of a non-elementwise TensorFlow
+operation whose arguments are again values. Every symbol in a value is named exactly as
+the local variable that holds it in generated code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import sympy
+
+# Call functions and what they print as (see gradgen.printer.print_value):
+CALL_FUNCTIONS = frozenset(
+    {
+        "add",  # a + b (sum of cotangent contributions)
+        "matmul",  # tf.linalg.matmul(a, b, transpose_a=..., adjoint_b=...)
+        "transpose",  # tf.linalg.matrix_transpose(a)
+        "reduce_sum",  # tf.reduce_sum(a, axis=[...], keepdims=...)
+        "unbroadcast",  # _unbroadcast(g, like): axes from run-time shapes
+        "zeros_like",  # tf.zeros_like(x)
+        "broadcast_to",  # tf.broadcast_to(v, shape)
+        "broadcast_shape",  # tf.broadcast_dynamic_shape(tf.shape(a), tf.shape(b), ...)
+        "cast",  # tf.cast(x, dtype)
+    }
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A non-elementwise TensorFlow call.
+
+    Attributes:
+        fn: one of :data:`CALL_FUNCTIONS`.
+        args: positional arguments, each a :data:`Value`.
+        params: keyword parameters as sorted ``(name, value)`` pairs of plain Python
+            values (ints, bools, tuples, strings).
+    """
+
+    fn: str
+    args: tuple = ()
+    params: tuple = ()
+
+    def __post_init__(self):
+        if self.fn not in CALL_FUNCTIONS:
+            raise ValueError(f"unknown call {self.fn!r}")
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    def exprs(self):
+        """Every SymPy expression inside this call, depth first."""
+        for arg in self.args:
+            if isinstance(arg, Call):
+                yield from arg.exprs()
+            else:
+                yield arg
+
+    def map_exprs(self, fn) -> "Call":
+        """A copy with ``fn`` applied to every SymPy expression inside."""
+        return Call(
+            self.fn,
+            tuple(a.map_exprs(fn) if isinstance(a, Call) else fn(a) for a in self.args),
+            self.params,
+        )
+
+
+Value = Union[sympy.Basic, Call]
+
+
+def value_exprs(value: Value):
+    """The SymPy expressions in a value."""
+    if isinstance(value, Call):
+        yield from value.exprs()
+    else:
+        yield value
+
+
+def map_value(value: Value, fn) -> Value:
+    return value.map_exprs(fn) if isinstance(value, Call) else fn(value)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``target = value`` in generated code, with comment lines above it.
+
+    Attributes:
+        target: local variable name.
+        value: what is assigned.
+        comments: provenance lines (formula, spec key path, reduction axes and why).
+    """
+
+    target: str
+    value: Value
+    comments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InputIR:
+    """One argument of a generated op.
+
+    Attributes:
+        name: parameter name.
+        dtype: TF dtype name, e.g. ``float32``.
+        declared: dims as declared: ints, dim names, None.
+        shape_text: e.g. ``[batch, None, 3]``.
+        differentiable: whether a gradient is returned.
+        is_integer: integer dtype (cast to the op's dtype where used).
+        grad: local name of its gradient in the backward function, or None.
+        used: whether the forward computation reads it.
+    """
+
+    name: str
+    dtype: str
+    declared: tuple
+    shape_text: str
+    differentiable: bool
+    is_integer: bool
+    grad: str | None
+    used: bool
+
+
+@dataclass(frozen=True)
+class OutputIR:
+    """One output: its local name in the forward function and its declared shape."""
+
+    name: str
+    shape_text: str
+    formula: str
+
+
+@dataclass(frozen=True)
+class PartialIR:
+    """A partial derivative for the docstring: d(output)/d(wrt) = formula."""
+
+    output: str
+    wrt: str
+    formula: str
+
+
+@dataclass(frozen=True)
+class OpIR:
+    """Everything the templates need for one op.
+
+    Attributes:
+        name: public function name.
+        impl: name of the ``tf.custom_gradient`` function it calls.
+        doc: the user's doc text (untrusted; escaped when rendered), or None.
+        dtype: compute dtype.
+        inputs, outputs: in spec order.
+        single: True when the op returns one tensor rather than a tuple.
+        forward: statements of the forward pass (in the custom-gradient function).
+        upstreams: parameter names of the gradient function, one per output.
+        backward: statements of the gradient function.
+        forward_text: the forward computation as formulas, for the docstring.
+        partials: partial derivatives, for the docstring.
+        vjp_text: VJP rules of non-elementwise ops, for the docstring.
+        named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
+        key: spec key path of the op.
+    """
+
+    name: str
+    impl: str
+    doc: str | None
+    dtype: str
+    inputs: tuple[InputIR, ...]
+    outputs: tuple[OutputIR, ...]
+    single: bool
+    forward: tuple[Statement, ...]
+    upstreams: tuple[str, ...]
+    backward: tuple[Statement, ...]
+    forward_text: tuple[str, ...]
+    partials: tuple[PartialIR, ...]
+    vjp_text: tuple[str, ...]
+    named_dims: tuple
+    key: tuple
+
+
+@dataclass(frozen=True)
+class ModuleIR:
+    """One generated module.
+
+    Attributes:
+        name: module name (the file is ``<name>.py``).
+        doc: the spec's doc text, or None.
+        ops: in spec order.
+        spec_path: path of the spec relative to the output file's folder, with '/'.
+        spec_sha256: hex digest of the spec's bytes.
+        gradgen_version: version string written into the header.
+    """
+
+    name: str
+    doc: str | None
+    ops: tuple[OpIR, ...]
+    spec_path: str
+    spec_sha256: str
+    gradgen_version: str

@@ -1,0 +1,91 @@
+"""Every name that reaches generated code is decided here.
+
+Consumes: user names from a spec (module, ops, inputs, ``where`` intermediates, outputs,
+dim names). Guarantees:
+
+* a user name is ASCII (``[A-Za-z][A-Za-z0-9_]*``), is not a Python keyword or soft
+  keyword, not a builtin, not a name of the expression language (``exp``, ``pi``...),
+  and not a name the generated module itself uses (``tf``, ``math``); names starting with
+  ``_`` are reserved for gradgen, so user names can never collide with generated
+  temporaries;
+* generated local names (temporaries, upstream cotangents, gradients) are unique within
+  their function: :class:`NameScope` hands them out, suffixing ``_1``, ``_2``... when a
+  preferred name is taken.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+MAX_NAME_LENGTH = 64
+
+# Names the expression language gives a meaning to (functions and constants); see
+# gradgen.expr.FUNCTIONS, which asserts that it stays a subset of this set.
+EXPRESSION_NAMES = frozenset(
+    """
+    exp log sqrt sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh
+    erf erfc Abs abs sign floor ceiling Max Min Piecewise where log1p expm1 sigmoid
+    softplus transpose inverse det trace sum mean einsum pi E I True False
+    """.split()
+)
+
+# Names that generated modules bind at module level or rely on.
+MODULE_NAMES = frozenset({"tf", "math", "functools"})
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why ``name`` cannot be a user name in a spec, or None if it can.
+
+    Args:
+        name: a candidate op, input, intermediate, output or module name.
+
+    Returns:
+        A short phrase such as ``"a Python keyword"``, or None when the name is allowed.
+    """
+    if not IDENTIFIER_RE.match(name):
+        if name.startswith("_"):
+            return "reserved: names starting with '_' belong to gradgen"
+        return "not an ASCII identifier (letters, digits and '_', starting with a letter)"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"longer than {MAX_NAME_LENGTH} characters"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "a Python keyword"
+    if name in EXPRESSION_NAMES:
+        return "a name of the expression language (a function or constant)"
+    if name in MODULE_NAMES:
+        return "a name the generated module uses"
+    if hasattr(builtins, name):
+        return "a Python builtin"
+    return None
+
+
+class NameScope:
+    """Hands out unique local names inside one generated function.
+
+    Args:
+        taken: names already bound in the scope (the function's parameters and other
+            user names).
+    """
+
+    def __init__(self, taken: set[str] | frozenset[str] = frozenset()):
+        self._taken = set(taken) | set(MODULE_NAMES)
+
+    def claim(self, preferred: str) -> str:
+        """Return ``preferred`` if free, else ``preferred_1``, ``preferred_2``...; mark it taken."""
+        base = re.sub(r"[^A-Za-z0-9_]", "_", preferred) or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        if keyword.iskeyword(base) or hasattr(builtins, base):
+            base = base + "_"
+        name, n = base, 0
+        while name in self._taken:
+            n += 1
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        return name
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._taken

@@ -1,0 +1,408 @@
+"""SymPy -> TensorFlow source.
+
+Consumes: IR values (:data:`gradgen.ir.Value`): SymPy expressions whose symbols are
+named as the generated locals, and :class:`gradgen.ir.Call` s. Guarantees:
+
+* :class:`TFPrinter` subclasses SymPy's ``TensorflowPrinter`` and writes ``tf.`` names
+  (``tf.math.exp``, ``tf.linalg.matmul``); the ``math`` module is used only for numeric
+  constants such as ``math.pi`` and recorded in :attr:`TFPrinter.uses_math`;
+* numbers never change a tensor's dtype: in arithmetic with a tensor a number is a
+  Python float literal (TensorFlow converts it to the tensor's dtype); anywhere else
+  (a ``tf.where`` branch, a ``tf.math.maximum`` argument, a whole constant value) it is
+  ``tf.constant(value, dtype=tf.<op dtype>)``;
+* small integer powers are products (``x * x``) or ``tf.math.square``; ``x**0.5`` is
+  ``tf.math.sqrt``, ``x**-0.5`` is ``tf.math.rsqrt``;
+* anything without a TensorFlow form (``Derivative``, ``Heaviside``, an unknown
+  function...) raises :class:`PrintError` naming the function; the caller turns it into a
+  spec error naming the op. No ``tf.gradients`` call is ever printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+
+import sympy
+from sympy.codegen.cfunctions import Sqrt, expm1, log1p
+from sympy.printing.precedence import PRECEDENCE
+from sympy.printing.pycode import PythonCodePrinter
+
+from . import ir
+from .functions import sigmoid, softplus
+
+
+@contextlib.contextmanager
+def _without_tensorflow():
+    """Import SymPy's TensorFlow printer without importing TensorFlow.
+
+    ``sympy.printing.tensorflow`` calls ``import_module('tensorflow')`` at import time,
+    only to read ``tensorflow.__version__``. gradgen passes the version explicitly, and
+    generating code must not import TensorFlow (slow, and not a dependency).
+    """
+    already = "tensorflow" in sys.modules
+    if not already:
+        sys.modules["tensorflow"] = None  # makes `import tensorflow` raise ImportError
+    try:
+        yield
+    finally:
+        if not already:
+            del sys.modules["tensorflow"]
+
+
+with _without_tensorflow():
+    from sympy.printing.tensorflow import TensorflowPrinter
+
+
+class PrintError(Exception):
+    """An expression has no TensorFlow form; ``function`` names what could not be printed."""
+
+    def __init__(self, function: str, detail: str = ""):
+        self.function = function
+        super().__init__(detail or f"cannot print {function}")
+
+
+_FUNCTIONS = {
+    sympy.exp: "tf.math.exp",
+    sympy.log: "tf.math.log",
+    sympy.sin: "tf.math.sin",
+    sympy.cos: "tf.math.cos",
+    sympy.tan: "tf.math.tan",
+    sympy.asin: "tf.math.asin",
+    sympy.acos: "tf.math.acos",
+    sympy.atan: "tf.math.atan",
+    sympy.sinh: "tf.math.sinh",
+    sympy.cosh: "tf.math.cosh",
+    sympy.tanh: "tf.math.tanh",
+    sympy.asinh: "tf.math.asinh",
+    sympy.acosh: "tf.math.acosh",
+    sympy.atanh: "tf.math.atanh",
+    sympy.erf: "tf.math.erf",
+    sympy.erfc: "tf.math.erfc",
+    sympy.Abs: "tf.math.abs",
+    sympy.sign: "tf.math.sign",
+    sympy.floor: "tf.math.floor",
+    sympy.ceiling: "tf.math.ceil",
+    sympy.conjugate: "tf.math.conj",
+    Sqrt: "tf.math.sqrt",
+    log1p: "tf.math.log1p",
+    expm1: "tf.math.expm1",
+    sigmoid: "tf.math.sigmoid",
+    softplus: "tf.math.softplus",
+}
+_BINARY = {
+    sympy.atan2: "tf.math.atan2",
+    sympy.Max: "tf.math.maximum",
+    sympy.Min: "tf.math.minimum",
+}
+_COMPARISONS = {
+    sympy.StrictLessThan: "<",
+    sympy.LessThan: "<=",
+    sympy.StrictGreaterThan: ">",
+    sympy.GreaterThan: ">=",
+}
+_EQUALITY = {sympy.Eq: "tf.math.equal", sympy.Ne: "tf.math.not_equal"}
+_LOGICAL = {sympy.And: "tf.math.logical_and", sympy.Or: "tf.math.logical_or"}
+
+
+class TFPrinter(TensorflowPrinter):
+    """Prints elementwise SymPy expressions as TensorFlow code.
+
+    Args:
+        dtype: the op's compute dtype name (``float32``...), used for typed constants.
+    """
+
+    printmethod = "_gradgen_tfcode"
+
+    def __init__(self, dtype: str):
+        super().__init__({"tensorflow_version": "2.21", "strict": True})
+        self.dtype = dtype
+        self.uses_math = False
+        self._constants = PythonCodePrinter({"standard": "python3"})
+
+    # ------------------------------------------------------------------ entry points
+
+    def value(self, expr) -> str:
+        """Print ``expr`` where it stands alone (a statement value or a call argument)."""
+        if isinstance(expr, sympy.Expr) and expr.is_number:
+            return self._typed(expr)
+        return self.doprint(expr)
+
+    def _typed(self, expr) -> str:
+        return f"tf.constant({self._number(expr)}, dtype=tf.{self.dtype})"
+
+    def _print(self, expr, **kwargs):
+        if isinstance(expr, sympy.Expr) and expr.is_number and not expr.is_Atom:
+            return self._number(expr)
+        return super()._print(expr, **kwargs)
+
+    # ------------------------------------------------------------------ numbers
+
+    def _number(self, expr) -> str:
+        """A numeric constant as a Python literal or a ``math`` expression."""
+        value = complex(expr.evalf(30))
+        if not (math.isfinite(value.real) and math.isfinite(value.imag)):
+            raise PrintError("constant", f"constant {expr} is not finite in float64")
+        if expr.is_Integer:
+            return f"{int(expr)}.0"
+        if expr.is_Rational:
+            p, q = int(expr.p), int(expr.q)
+            if q & (q - 1) == 0:  # exact in binary
+                return repr(p / q)
+            return f"({p}.0 / {q}.0)"
+        if expr.is_Float:
+            return repr(float(expr))
+        if expr.is_real is False or value.imag != 0:
+            return repr(value)
+        text = self._constants.doprint(expr)
+        if "math." in text:
+            self.uses_math = True
+        return text
+
+    def _print_Integer(self, expr):
+        return self._number(expr)
+
+    _print_Rational = _print_Integer
+    _print_Float = _print_Integer
+    _print_NumberSymbol = _print_Integer
+    _print_Exp1 = _print_Integer
+    _print_Pi = _print_Integer
+    _print_ImaginaryUnit = _print_Integer
+    _print_Half = _print_Integer
+    _print_One = _print_Integer
+    _print_Zero = _print_Integer
+    _print_NegativeOne = _print_Integer
+
+    def _arg(self, expr) -> str:
+        """A function's first argument: a number becomes a typed constant."""
+        return self.value(expr)
+
+    def _args(self, args) -> str:
+        """Arguments of one call, comma-separated.
+
+        A number before any tensor argument is a typed constant; after one it is a plain
+        literal, which TensorFlow converts to that tensor's dtype.
+        """
+        out, seen_tensor = [], False
+        for arg in args:
+            if isinstance(arg, sympy.Expr) and arg.is_number and not seen_tensor:
+                out.append(self._typed(arg))
+            else:
+                out.append(self._print(arg))
+                seen_tensor = True
+        return ", ".join(out)
+
+    # ------------------------------------------------------------------ symbols
+
+    def _print_Symbol(self, expr):
+        return expr.name
+
+    _print_Dummy = _print_Symbol
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def _prints_as_product(self, expr) -> bool:
+        return (
+            isinstance(expr, sympy.Pow)
+            and expr.exp.is_Integer
+            and 2 <= expr.exp <= 4
+            and expr.base.is_Atom
+        )
+
+    def _operand(self, expr) -> str:
+        """``expr`` as a factor of a product (parenthesized when it is a sum)."""
+        text = self._print(expr)
+        if isinstance(expr, sympy.Add) or (expr.is_Number and expr.is_negative):
+            return f"({text})"
+        return text
+
+    def _divisor(self, expr) -> str:
+        """``expr`` as the right operand of ``/``."""
+        text = self._print(expr)
+        atomic = (
+            expr.is_Symbol
+            or isinstance(expr, sympy.Function)
+            or (expr.is_Number and not expr.is_negative)
+            or (isinstance(expr, sympy.Pow) and not self._prints_as_product(expr)
+                and not expr.exp.is_negative)
+        )
+        return text if atomic else f"({text})"
+
+    def _print_Pow(self, expr, rational=False):
+        base, exp = expr.base, expr.exp
+        if base == sympy.E:
+            return f"tf.math.exp({self._arg(exp)})"
+        if exp == sympy.S.Half:
+            return f"tf.math.sqrt({self._arg(base)})"
+        if exp == -sympy.S.Half:
+            return f"tf.math.rsqrt({self._arg(base)})"
+        if self._prints_as_product(expr):
+            return " * ".join([self._print(base)] * int(exp))
+        if exp.is_Integer and exp == 2:
+            return f"tf.math.square({self._arg(base)})"
+        if exp.is_Integer and exp < 0:
+            return f"1.0 / {self._divisor(base ** -exp)}"
+        return f"tf.math.pow({self._args([base, exp])})"
+
+    def _print_Mul(self, expr):
+        coeff, rest = expr.as_coeff_Mul()
+        sign = ""
+        if coeff.is_real and coeff.is_negative:
+            sign, coeff = "-", -coeff
+        numerator: list[str] = []
+        denominator: list = []
+        if coeff != 1:
+            if coeff.is_Rational and not coeff.is_Integer and coeff.q & (coeff.q - 1):
+                if coeff.p != 1:
+                    numerator.append(f"{int(coeff.p)}.0")
+                denominator.append(sympy.Integer(coeff.q))
+            else:
+                numerator.append(self._number(coeff))
+        for factor in rest.as_ordered_factors() if rest != 1 else ():
+            if (
+                isinstance(factor, sympy.Pow)
+                and factor.exp.is_Rational
+                and factor.exp.is_negative
+                and factor.exp != -sympy.S.Half
+            ):
+                denominator.append(factor.base ** -factor.exp)
+            else:
+                numerator.append(self._operand(factor))
+        text = " * ".join(numerator) if numerator else "1.0"
+        if denominator:
+            if len(denominator) == 1:
+                text += f" / {self._divisor(denominator[0])}"
+            else:
+                text += " / (" + " * ".join(self._operand(d) for d in denominator) + ")"
+        return sign + text
+
+    # ------------------------------------------------------------------ functions
+
+    def _print_Function(self, expr):
+        cls = type(expr)
+        for klass in cls.__mro__:
+            if klass in _FUNCTIONS:
+                return f"{_FUNCTIONS[klass]}({self._arg(expr.args[0])})"
+            if klass in _BINARY:
+                return self._fold(_BINARY[klass], expr.args)
+        raise PrintError(cls.__name__)
+
+    _print_Expr = _print_Function
+    _print_Application = _print_Function
+
+    def _fold(self, fn: str, args) -> str:
+        if fn != "tf.math.atan2":  # Max/Min: tensors first, numbers last
+            args = sorted(args, key=lambda a: (a.is_number, sympy.default_sort_key(a)))
+        out = self._args(args[:2])
+        out = f"{fn}({out})"
+        for arg in args[2:]:
+            out = f"{fn}({out}, {self._print(arg)})"
+        return out
+
+    def _print_Piecewise(self, expr):
+        *pairs, (last, cond) = expr.args
+        if cond is not sympy.true or not pairs:
+            raise PrintError("Piecewise", "a Piecewise without a final True branch")
+        text = None
+        for value, cond in reversed(pairs):
+            if text is None:
+                branches = self._args([value, last])
+            else:  # the else-branch is a tf.where call: a tensor
+                branches = f"{self._args([value])}, {text}"
+            text = f"tf.where({self._print(cond)}, {branches})"
+        return text
+
+    # ------------------------------------------------------------------ conditions
+
+    def _print_Relational(self, expr):
+        cls = type(expr)
+        if cls in _EQUALITY:
+            lhs, rhs = expr.args
+            if lhs.is_number:
+                lhs, rhs = rhs, lhs
+            return f"{_EQUALITY[cls]}({self._args([lhs, rhs])})"
+        op = _COMPARISONS.get(cls)
+        if op is None:
+            raise PrintError(cls.__name__)
+        lhs, rhs = expr.args
+        prec = PRECEDENCE["Relational"]
+        return f"{self.parenthesize(lhs, prec)} {op} {self.parenthesize(rhs, prec)}"
+
+    def _print_And(self, expr):
+        return self._logical(expr)
+
+    _print_Or = _print_And
+
+    def _logical(self, expr):
+        fn = _LOGICAL[type(expr)]
+        args = sorted(expr.args, key=sympy.default_sort_key)
+        out = self._print(args[0])
+        for arg in args[1:]:
+            out = f"{fn}({out}, {self._print(arg)})"
+        return out
+
+    def _print_Not(self, expr):
+        return f"tf.math.logical_not({self._print(expr.args[0])})"
+
+    def _print_BooleanTrue(self, expr):
+        raise PrintError("True", "a constant condition")
+
+    _print_BooleanFalse = _print_BooleanTrue
+
+    # ------------------------------------------------------------------ refused
+
+    def _refuse(self, expr, **kwargs):
+        raise PrintError(type(expr).__name__)
+
+    _print_Derivative = _refuse
+    _print_Subs = _refuse
+    _print_Integral = _refuse
+    _print_Heaviside = _refuse
+    _print_DiracDelta = _refuse
+    _print_re = _refuse
+    _print_im = _refuse
+    _print_arg = _refuse
+    _print_Infinity = _refuse
+    _print_NegativeInfinity = _refuse
+    _print_ComplexInfinity = _refuse
+    _print_NaN = _refuse
+    _print_MatrixBase = _refuse
+    _print_MatrixExpr = _refuse
+    _print_Basic = _refuse
+    _print_not_supported = _refuse
+    emptyPrinter = _refuse
+
+
+def print_value(printer: TFPrinter, value: ir.Value) -> str:
+    """Print a statement value: a SymPy expression or an :class:`~gradgen.ir.Call`."""
+    if not isinstance(value, ir.Call):
+        return printer.value(value)
+    args = [print_value(printer, a) for a in value.args]
+    fn = value.fn
+    if fn == "add":
+        return " + ".join(args)
+    if fn == "matmul":
+        flags = "".join(f", {name}=True" for name, on in value.params if on)
+        return f"tf.linalg.matmul({args[0]}, {args[1]}{flags})"
+    if fn == "transpose":
+        return f"tf.linalg.matrix_transpose({args[0]})"
+    if fn == "reduce_sum":
+        axis = list(value.param("axis"))
+        keep = ", keepdims=True" if value.param("keepdims") else ""
+        return f"tf.reduce_sum({args[0]}, axis={axis}{keep})"
+    if fn == "unbroadcast":
+        return f"_unbroadcast({args[0]}, {args[1]})"
+    if fn == "zeros_like":
+        return f"tf.zeros_like({args[0]})"
+    if fn == "broadcast_to":
+        if len(args) == 2:
+            return f"tf.broadcast_to({args[0]}, {args[1]})"
+        return f"tf.broadcast_to({args[0]}, {list(value.param('shape'))})"
+    if fn == "broadcast_shape":
+        out = f"tf.shape({args[0]})"
+        for arg in args[1:]:
+            out = f"tf.broadcast_dynamic_shape({out}, tf.shape({arg}))"
+        return out
+    if fn == "cast":
+        return f"tf.cast({args[0]}, tf.{value.param('dtype')})"
+    raise AssertionError(fn)  # ir.Call validates fn

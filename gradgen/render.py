@@ -1,0 +1,193 @@
+"""Render a :class:`gradgen.ir.ModuleIR` to Python source with Jinja templates.
+
+Consumes: a module IR. Guarantees: :func:`render_module` returns the module's source
+(before formatting). All decisions are made here in Python, through
+:class:`gradgen.printer.TFPrinter`; the templates in ``templates/`` only loop over
+prepared strings (``StrictUndefined``: a missing value is an error, never an empty
+string). User text (docs) reaches the output only inside docstrings built by
+:func:`docstring_literal`, which escapes anything that could end the string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from . import ir
+from .printer import PrintError, TFPrinter, print_value
+
+_CONTROL = {i for i in range(32)} - {9, 10} | {127}
+
+
+def templates_dir() -> Path:
+    """The template folder: inside the installed package, or ``templates/`` of a checkout."""
+    packaged = resources.files("gradgen") / "templates"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def docstring_literal(text: str) -> str:
+    """A triple-quoted Python string literal whose value is ``text``.
+
+    Backslashes, quote runs and control characters are escaped, so no text can end the
+    literal early or inject code.
+    """
+    out = []
+    for ch in text.replace("\r\n", "\n").replace("\r", "\n"):
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif code in _CONTROL or 0x2028 <= code <= 0x2029 or code == 0xFEFF:
+            out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    body = "".join(out)
+    body = "\n".join(line.rstrip() for line in body.split("\n"))
+    return f'"""{body}\n"""' if "\n" in body else f'"""{body}"""'
+
+
+@dataclass(frozen=True)
+class _Line:
+    comments: tuple[str, ...]
+    code: str
+
+
+def _statements(printer: TFPrinter, statements, op: ir.OpIR, where: str) -> list[_Line]:
+    lines = []
+    for stmt in statements:
+        try:
+            code = f"{stmt.target} = {print_value(printer, stmt.value)}"
+        except PrintError as e:
+            raise RenderError(op, f"{where} of op '{op.name}' needs {e.function}: {e}") from None
+        lines.append(_Line(stmt.comments, code))
+    return lines
+
+
+class RenderError(Exception):
+    """An IR value that the printer cannot print; names the op (a spec problem)."""
+
+    def __init__(self, op: ir.OpIR, message: str):
+        self.op = op
+        super().__init__(message)
+
+
+def _op_docstring(op: ir.OpIR) -> str:
+    lines = [op.doc.strip() if op.doc and op.doc.strip() else f"The `{op.name}` op."]
+    lines += ["", f"Forward ({op.dtype}):"]
+    lines += [f"    {t}" for t in op.forward_text]
+    if op.partials:
+        lines += ["", "Partial derivatives:"]
+        lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in op.partials]
+    if op.vjp_text:
+        lines += ["", "Vector-Jacobian products of the matrix operations:"]
+        lines += [f"    {t}" for t in op.vjp_text]
+    lines += ["", "Args:"]
+    for inp in op.inputs:
+        note = ""
+        if not inp.differentiable:
+            note = " Not differentiated: its gradient is None."
+        if inp.is_integer:
+            note += f" Cast to {op.dtype} where used."
+        lines.append(f"    {inp.name}: {inp.dtype} tensor of shape {inp.shape_text}.{note}")
+    lines += ["", "Returns:"]
+    if op.single:
+        lines.append(f"    {op.dtype} tensor of shape {op.outputs[0].shape_text}.")
+    else:
+        lines.append("    A tuple of:")
+        lines += [f"    {o.name}: {op.dtype} tensor of shape {o.shape_text}." for o in op.outputs]
+    lines += [
+        "",
+        "Raises:",
+        "    TypeError: an argument is a tensor or variable of another dtype.",
+        "    ValueError: an argument's static shape does not match its declaration.",
+    ]
+    return docstring_literal("\n".join(lines))
+
+
+def _op_view(op: ir.OpIR) -> tuple[dict, bool, bool]:
+    printer = TFPrinter(op.dtype)
+    forward = _statements(printer, op.forward, op, "the forward pass")
+    backward = _statements(printer, op.backward, op, "the gradient")
+    uses_unbroadcast = any(
+        isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward
+    )
+    checks = [
+        f"{i.name} = _check_input({op.name!r}, {i.name!r}, {i.name}, tf.{i.dtype}, "
+        f"{list(i.declared)!r})"
+        for i in op.inputs
+    ]
+    if op.named_dims:
+        uses = ", ".join(
+            f"{dim!r}: [" + ", ".join(f"({n!r}, {n}, {axis})" for n, axis in places) + "]"
+            for dim, places in op.named_dims
+        )
+        checks.append(f"_check_named_dims({op.name!r}, {{{uses}}})")
+    params = ", ".join(i.name for i in op.inputs)
+    grads = [i.grad if i.grad else "None" for i in op.inputs]
+    outputs = [o.name for o in op.outputs]
+    view = {
+        "name": op.name,
+        "impl": op.impl,
+        "params": params,
+        "docstring": _op_docstring(op),
+        "checks": checks,
+        "forward": forward,
+        "upstreams": ", ".join(op.upstreams),
+        "backward": backward,
+        "grad_returns": ", ".join(grads),
+        "returns": outputs[0] if op.single else (
+            f"({outputs[0]},)" if len(outputs) == 1 else "(" + ", ".join(outputs) + ")"
+        ),
+    }
+    return view, printer.uses_math, uses_unbroadcast
+
+
+def _calls(value: ir.Call, fn: str) -> bool:
+    return value.fn == fn or any(isinstance(a, ir.Call) and _calls(a, fn) for a in value.args)
+
+
+def render_module(module: ir.ModuleIR) -> str:
+    """Render the module's source text (unformatted; see :mod:`gradgen.formatter`).
+
+    Raises:
+        RenderError: an op needs something the printer cannot print.
+    """
+    views, uses_math, uses_unbroadcast = [], False, False
+    for op in module.ops:
+        view, op_math, op_unbroadcast = _op_view(op)
+        views.append(view)
+        uses_math |= op_math
+        uses_unbroadcast |= op_unbroadcast
+    doc = module.doc.strip() if module.doc and module.doc.strip() else (
+        f"TensorFlow ops with custom gradients, generated by gradgen."
+    )
+    template = _environment().get_template("module.py.j2")
+    return template.render(
+        version=module.gradgen_version,
+        spec_path=module.spec_path,
+        spec_sha256=module.spec_sha256,
+        docstring=docstring_literal(doc),
+        uses_math=uses_math,
+        uses_unbroadcast=uses_unbroadcast,
+        uses_named_dims=any(op.named_dims for op in module.ops),
+        ops=views,
+    )

@@ -1,0 +1,254 @@
+"""Declared shapes, broadcasting, and the reduction axes of unbroadcasting.
+
+Consumes: shapes as declared in a spec (ints, ``null``, dim names). Guarantees, as pure
+functions without SymPy or TensorFlow:
+
+* :func:`broadcast` follows NumPy/TensorFlow broadcasting on *declared* shapes and raises
+  :class:`ShapeError` only when the shapes can never broadcast (two different known sizes,
+  neither 1; or two different dim names);
+* :func:`reduction_plan` says how to turn a cotangent of the broadcast shape back into an
+  input's shape. It returns a :class:`StaticReduction` (literal axes: sum over the leading
+  axes that broadcasting added, and, keeping dims, over the axes where the input has a
+  literal 1) whenever the declared shapes decide those axes, and :data:`DYNAMIC` otherwise
+  (some axis may or may not have been broadcast depending on run-time sizes). This is the
+  split TensorFlow's ``math_grad.SmartBroadcastGradientArgs`` makes between static axes
+  and ``BroadcastGradientArgs`` on run-time shapes.
+
+Dims are ``int`` (a known size), ``str`` (a named dim: one unknown size shared wherever the
+name appears) or :class:`Unknown` (``null``, or the result of broadcasting dims whose
+relation is only known at run time). Two ``Unknown`` dims are equal only if they are the
+same dim (same token), which is what lets ``x * 2`` on a ``[null]`` input keep a static
+plan while ``[null, 3]`` against ``[null, 3]`` needs a dynamic one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A dim whose size is only known at run time.
+
+    Attributes:
+        token: identity; unknown dims are equal only when their tokens are.
+        label: how the dim is described in messages (``None`` for a declared ``null``).
+    """
+
+    token: int
+    label: str = "None"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+Dim = Union[int, str, Unknown]
+Shape = tuple[Dim, ...]
+
+
+class ShapeError(ValueError):
+    """Shapes that can never be combined; the message names the axis and both dims."""
+
+
+class DimFactory:
+    """Creates :class:`Unknown` dims with deterministic tokens (one factory per op).
+
+    Broadcasting the same two dims twice gives the same result dim, so two outputs
+    computed from the same operands are known to have the same shape.
+    """
+
+    def __init__(self) -> None:
+        self._counter = itertools.count()
+        self._joint: dict = {}
+
+    def unknown(self, label: str = "None") -> Unknown:
+        return Unknown(next(self._counter), label)
+
+    def joint(self, a: Dim, b: Dim) -> Unknown:
+        """The (memoized) unknown result of broadcasting ``a`` with ``b``."""
+        key = frozenset([a, b])
+        if key not in self._joint:
+            self._joint[key] = self.unknown()
+        return self._joint[key]
+
+
+def is_known(dim: Dim) -> bool:
+    """True for a literal size."""
+    return isinstance(dim, int)
+
+
+def format_dim(dim: Dim) -> str:
+    return str(dim) if not isinstance(dim, Unknown) else "None"
+
+
+def format_shape(shape: Shape) -> str:
+    """``[10, 1]``, ``[batch, None, 3]``, ``[]`` for a scalar."""
+    return "[" + ", ".join(format_dim(d) for d in shape) + "]"
+
+
+def is_static(shape: Shape) -> bool:
+    """True when every dim is a literal size."""
+    return all(is_known(d) for d in shape)
+
+
+def broadcast_dims(a: Dim, b: Dim, factory: DimFactory) -> Dim:
+    """Broadcast two dims; raise :class:`ShapeError` if they can never match."""
+    if a == b:
+        return a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if is_known(a) and is_known(b):
+        raise ShapeError(f"sizes {a} and {b} do not broadcast")
+    if isinstance(a, str) and isinstance(b, str):
+        raise ShapeError(f"dims '{a}' and '{b}' have different names")
+    # A known size n != 1 against an unknown one: the result is n (the other must be 1
+    # or n at run time). Otherwise the result is only known at run time.
+    if is_known(a):
+        return a
+    if is_known(b):
+        return b
+    return factory.joint(a, b)
+
+
+def broadcast(a: Shape, b: Shape, factory: DimFactory) -> Shape:
+    """The broadcast of two declared shapes (aligned on the right, NumPy rules).
+
+    Raises:
+        ShapeError: naming the axis (counted from the right as a negative index) and the
+            two dims when they can never broadcast.
+    """
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for i, (da, db) in enumerate(zip(pa, pb)):
+        try:
+            out.append(broadcast_dims(da, db, factory))
+        except ShapeError as e:
+            raise ShapeError(
+                f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast at "
+                f"axis {i - rank}: {e}"
+            ) from None
+    return tuple(out)
+
+
+def broadcast_all(shapes: list[Shape], factory: DimFactory) -> Shape:
+    """Broadcast any number of shapes (``[]`` for none)."""
+    out: Shape = ()
+    for s in shapes:
+        out = broadcast(out, s, factory)
+    return out
+
+
+def same_shape(a: Shape, b: Shape) -> bool:
+    """True when the two shapes are provably the same at run time."""
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
+
+
+@dataclass(frozen=True)
+class StaticReduction:
+    """Unbroadcast with literal axes.
+
+    Attributes:
+        drop_axes: leading axes of the cotangent that broadcasting added (the input has
+            lower rank); summed without keeping dims.
+        keep_axes: axes (numbered *after* dropping ``drop_axes``, i.e. in the input's own
+            axis numbering) where the input has size 1 and the output may not; summed
+            keeping dims.
+    """
+
+    drop_axes: tuple[int, ...] = ()
+    keep_axes: tuple[int, ...] = ()
+
+    @property
+    def is_identity(self) -> bool:
+        return not self.drop_axes and not self.keep_axes
+
+
+class DynamicReduction:
+    """Unbroadcast on run-time shapes (``BroadcastGradientArgs`` + reshape)."""
+
+    def __repr__(self) -> str:
+        return "DYNAMIC"
+
+
+DYNAMIC = DynamicReduction()
+ReductionPlan = Union[StaticReduction, DynamicReduction]
+
+
+def reduction_plan(input_shape: Shape, output_shape: Shape) -> ReductionPlan:
+    """How to reduce a cotangent of ``output_shape`` to ``input_shape``.
+
+    ``output_shape`` must be the broadcast of ``input_shape`` with other shapes (so its
+    rank is at least the input's).
+
+    Returns:
+        A :class:`StaticReduction` when the declared dims decide every axis, else
+        :data:`DYNAMIC`.
+
+    Examples (from the table tests):
+        ``[10, 1]`` to ``[10, 5]`` gives keep_axes ``(1,)``; ``[5]`` to ``[10, 5]`` gives
+        drop_axes ``(0,)``; ``[null, 3]`` to a fresh ``[None, 3]`` is dynamic.
+    """
+    extra = len(output_shape) - len(input_shape)
+    if extra < 0:
+        raise ValueError(
+            f"output shape {format_shape(output_shape)} has lower rank than input "
+            f"shape {format_shape(input_shape)}"
+        )
+    drop = tuple(range(extra))
+    keep = []
+    for i, (din, dout) in enumerate(zip(input_shape, output_shape[extra:])):
+        if din == dout:
+            continue
+        if din == 1:
+            keep.append(i)
+            continue
+        if is_known(din):
+            # A known size other than 1 is never broadcast: the output's dim equals it.
+            continue
+        return DYNAMIC
+    return StaticReduction(drop, tuple(keep))
+
+
+def describe_reduction(
+    plan: ReductionPlan, input_shape: Shape, output_shape: Shape
+) -> str:
+    """One line for a code comment: which axes are summed and why."""
+    src = f"{format_shape(input_shape)} from {format_shape(output_shape)}"
+    if isinstance(plan, DynamicReduction):
+        return f"unbroadcast {src}: axes from run-time shapes"
+    parts = []
+    if plan.drop_axes:
+        parts.append(f"sum leading axes {list(plan.drop_axes)} (rank extension)")
+    if plan.keep_axes:
+        parts.append(f"sum axes {list(plan.keep_axes)} keeping dims (size-1 dims)")
+    if not parts:
+        return f"no unbroadcast needed: {src}"
+    return f"unbroadcast {src}: " + ", then ".join(parts)
+
+
+def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
+    """Shape of ``a @ b``: batch axes broadcast, ``[..., n, k] @ [..., k, m] -> [..., n, m]``.
+
+    Raises:
+        ShapeError: an operand has rank < 2, or the contracted dims are known to differ
+            (different sizes or different names).
+    """
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError(
+            f"'@' needs operands of rank >= 2 (matrices over the last two axes); got "
+            f"{format_shape(a)} @ {format_shape(b)}"
+        )
+    ka, kb = a[-1], b[-2]
+    if ka != kb and not (isinstance(ka, Unknown) or isinstance(kb, Unknown)):
+        raise ShapeError(
+            f"contracted dims differ: {format_shape(a)} @ {format_shape(b)} contracts "
+            f"{format_dim(ka)} with {format_dim(kb)}"
+        )
+    batch = broadcast(a[:-2], b[:-2], factory)
+    return batch + (a[-2], b[-1])

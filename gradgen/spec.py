@@ -1,0 +1,652 @@
+"""Load and validate a spec file, keeping the position of every value.
+
+Consumes: the bytes of a YAML spec (format: SPEC.md / the README's "Spec format").
+Guarantees: :func:`load_spec` returns a :class:`SpecDocument` whose ``model`` is a
+validated, frozen :class:`ModuleSpec` (every input in the long form, every dtype
+resolved), or raises :class:`~gradgen.errors.SpecError` listing every problem found, each
+with file:line:col, op and field. Nothing in the spec is executed: YAML is read with
+PyYAML's *safe* composer (no tags beyond the standard scalar/collection ones, no aliases,
+no merge keys, no duplicate keys), and expressions stay text until
+:mod:`gradgen.expr` parses them with an allow-list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional, Union
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
+
+from .errors import Diagnostic, Location, SpecError
+from .naming import IDENTIFIER_RE, reserved_reason
+
+MAX_SPEC_BYTES = 1 << 20
+MAX_EXPRESSION_CHARS = 4000
+SPEC_VERSION = 1
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+COMPLEX_DTYPES = ("complex64", "complex128")
+INT_DTYPES = ("int32", "int64")
+DTYPES = FLOAT_DTYPES + COMPLEX_DTYPES + INT_DTYPES
+DType = Literal[
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int32", "int64"
+]
+
+Loc = tuple[Union[str, int], ...]
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _check_dim(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"a dim is a size >= 0, null or a name; got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a dim size must be >= 0; got {value}")
+        return value
+    if isinstance(value, str):
+        if not IDENTIFIER_RE.match(value):
+            raise ValueError(
+                f"a dim name must be an identifier like 'batch'; got {value!r}"
+            )
+        return value
+    raise ValueError(f"a dim is a size >= 0, null or a name; got {value!r}")
+
+
+DimDecl = Annotated[
+    Any,
+    BeforeValidator(_check_dim),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "null"},
+                {"type": "string", "pattern": IDENTIFIER_RE.pattern},
+            ]
+        }
+    ),
+]
+Name = Annotated[str, Field(pattern=IDENTIFIER_RE.pattern)]
+Expression = Annotated[str, Field(min_length=1, max_length=MAX_EXPRESSION_CHARS)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class InputSpec(_Model):
+    """One input of an op (long form; the shorthand ``x: [10, 1]`` means ``{shape: [10, 1]}``).
+
+    Attributes:
+        shape: dims, each a size >= 0, ``None`` (unknown until run time) or a dim name.
+        dtype: TF dtype name; ``None`` until resolved to the module's default.
+        differentiable: whether a gradient is returned; ``None`` until resolved (true for
+            float and complex dtypes, false for integers).
+    """
+
+    shape: list[DimDecl]
+    dtype: Optional[DType] = None
+    differentiable: Optional[bool] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            return {"shape": data}
+        return data
+
+
+class OpSpec(_Model):
+    """One op: a public function with a custom gradient."""
+
+    name: Name
+    doc: Optional[str] = None
+    inputs: dict[Name, InputSpec] = Field(min_length=1)
+    where: dict[Name, Expression] = Field(default_factory=dict)
+    output: Optional[Expression] = None
+    outputs: Optional[dict[Name, Expression]] = None
+
+    @model_validator(mode="after")
+    def _one_output_form(self) -> "OpSpec":
+        if (self.output is None) == (self.outputs is None):
+            raise ValueError("give exactly one of 'output' (one expression) or 'outputs'")
+        if self.outputs is not None and not self.outputs:
+            raise ValueError("'outputs' needs at least one entry")
+        return self
+
+
+class ModuleSpec(_Model):
+    """A whole spec: one generated Python module."""
+
+    version: int
+    module: Name
+    dtype: DType = "float32"
+    doc: Optional[str] = None
+    ops: list[OpSpec] = Field(min_length=1)
+
+
+# ------------------------------------------------------------------ document + positions
+
+
+@dataclass(frozen=True)
+class ExprAnchor:
+    """Where an expression's text sits in the YAML file, to map AST offsets to positions.
+
+    Attributes:
+        line, col: 1-based position of the scalar's first character (the quote or block
+            indicator included).
+        style: PyYAML scalar style: None (plain), "'", '"', '|' or '>'.
+        indent: for block scalars, the column (0-based) where content lines start.
+        single_line: the scalar's text has no line break.
+    """
+
+    line: int
+    col: int
+    style: Optional[str]
+    indent: int
+    single_line: bool
+
+    def position(self, lineno: int, col_offset: int) -> tuple[int, int]:
+        """Map an AST position (1-based line, 0-based column in the text) to the file."""
+        if self.style == "|":
+            return self.line + lineno, self.indent + col_offset + 1
+        if self.single_line and lineno == 1 and self.style in (None, "'", '"'):
+            quote = 0 if self.style is None else 1
+            return self.line, self.col + quote + col_offset
+        return self.line, self.col
+
+
+@dataclass(frozen=True)
+class SpecDocument:
+    """A validated spec with the positions of its values.
+
+    Attributes:
+        path: the spec path as given (used in messages and, made relative to the output
+            folder, in generated headers).
+        source: the spec's text.
+        sha256: hex digest of the spec's bytes.
+        model: the validated spec.
+    """
+
+    path: str
+    source: str
+    sha256: str
+    model: ModuleSpec
+    _positions: dict = field(repr=False, compare=False)
+    _key_positions: dict = field(repr=False, compare=False)
+    _anchors: dict = field(repr=False, compare=False)
+
+    def location(self, loc: Loc, key: bool = False) -> Location:
+        """Position of the value (or with ``key=True`` the key) at spec key path ``loc``.
+
+        Falls back to the nearest enclosing value that has a position.
+        """
+        return _locate(self.path, self._positions, self._key_positions, loc, key)
+
+    def anchor(self, loc: Loc) -> ExprAnchor | None:
+        """The :class:`ExprAnchor` of an expression field, if ``loc`` is one."""
+        return self._anchors.get(tuple(loc))
+
+
+def _locate(path, positions, key_positions, loc, key=False) -> Location:
+    loc = tuple(loc)
+    if key and loc in key_positions:
+        line, col = key_positions[loc]
+        return Location(path, line, col)
+    candidates = [loc]
+    # Shorthand inputs: ('ops', i, 'inputs', x, 'shape', j) is ('ops', i, 'inputs', x, j).
+    if len(loc) >= 5 and loc[2] == "inputs" and len(loc) > 4 and loc[4] == "shape":
+        candidates.append(loc[:4] + loc[5:])
+    for cand in candidates:
+        for n in range(len(cand), -1, -1):
+            if cand[:n] in positions:
+                line, col = positions[cand[:n]]
+                return Location(path, line, col)
+    return Location(path, 1, 1)
+
+
+def format_key_path(loc: Loc) -> str:
+    """``('ops', 0, 'inputs', 'x')`` -> ``ops[0].inputs.x``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+# ------------------------------------------------------------------------- YAML layer
+
+_STANDARD_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+}
+
+
+class _YamlReader:
+    """Turns a composed PyYAML node tree into plain data plus positions."""
+
+    def __init__(self, path: str, source: str):
+        self.path = path
+        self.source_lines = source.splitlines()
+        self.positions: dict[Loc, tuple[int, int]] = {}
+        self.key_positions: dict[Loc, tuple[int, int]] = {}
+        self.anchors: dict[Loc, ExprAnchor] = {}
+        self.raw: dict[Loc, str] = {}
+        self.errors: list[tuple[Loc, tuple[int, int], str]] = []
+        self._seen: set[int] = set()
+        self._constructor = yaml.SafeLoader("")
+
+    def read(self, node: yaml.Node, loc: Loc = ()) -> Any:
+        mark = (node.start_mark.line + 1, node.start_mark.column + 1)
+        self.positions[loc] = mark
+        if id(node) in self._seen:
+            mark = self.key_positions.get(loc, mark)
+            self.errors.append((loc, mark, "YAML aliases (*name) are not allowed in a spec"))
+            return None
+        self._seen.add(id(node))
+        if node.tag not in _STANDARD_TAGS:
+            self.errors.append((loc, mark, f"YAML tag {node.tag!r} is not allowed in a spec"))
+            return None
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                kmark = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != (
+                    "tag:yaml.org,2002:str"
+                ):
+                    what = "a merge key '<<'" if key_node.tag.endswith(":merge") else (
+                        f"{key_node.value!r}" if isinstance(key_node, yaml.ScalarNode)
+                        else "a collection"
+                    )
+                    self.errors.append((loc, kmark, f"keys must be strings; got {what}"))
+                    continue
+                key = key_node.value
+                if key in out:
+                    self.errors.append((loc + (key,), kmark, f"duplicate key '{key}'"))
+                    continue
+                self.key_positions[loc + (key,)] = kmark
+                out[key] = self.read(value_node, loc + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.read(item, loc + (i,)) for i, item in enumerate(node.value)]
+        self.raw[loc] = node.value
+        self._anchor(node, loc)
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as e:
+            self.errors.append((loc, mark, f"invalid scalar {node.value!r}: {e}"))
+            return None
+
+    def _anchor(self, node: yaml.ScalarNode, loc: Loc) -> None:
+        line = node.start_mark.line + 1
+        indent = 0
+        if node.style in ("|", ">"):
+            for text in self.source_lines[line:]:
+                if text.strip():
+                    indent = len(text) - len(text.lstrip(" "))
+                    break
+        self.anchors[loc] = ExprAnchor(
+            line=line,
+            col=node.start_mark.column + 1,
+            style=node.style,
+            indent=indent,
+            single_line=node.start_mark.line == node.end_mark.line,
+        )
+
+
+def _expression_locs(data: Any) -> list[Loc]:
+    """Spec key paths whose values are expressions (kept as written, even if numeric)."""
+    locs: list[Loc] = []
+    if not isinstance(data, dict) or not isinstance(data.get("ops"), list):
+        return locs
+    for i, op in enumerate(data["ops"]):
+        if not isinstance(op, dict):
+            continue
+        locs.append(("ops", i, "output"))
+        for section in ("outputs", "where"):
+            if isinstance(op.get(section), dict):
+                locs.extend(("ops", i, section, k) for k in op[section])
+    return locs
+
+
+def _set(data: Any, loc: Loc, value: Any) -> None:
+    for part in loc[:-1]:
+        data = data[part]
+    if isinstance(data, dict) and loc[-1] in data:
+        data[loc[-1]] = value
+
+
+def _get(data: Any, loc: Loc) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+# ------------------------------------------------------------------ pydantic messages
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    """The model class whose field set applies at ``loc`` (for did-you-mean hints)."""
+    current: Any = ModuleSpec
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(part) if isinstance(part, str) else None
+            if info is None:
+                return None
+            current = info.annotation
+        elif typing.get_origin(current) is list and isinstance(part, int):
+            current = typing.get_args(current)[0]
+        elif typing.get_origin(current) is dict and isinstance(part, str):
+            current = typing.get_args(current)[1]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin is Union:
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                return tp
+            tp = args[0]
+        else:
+            return tp
+
+
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _message(err: dict, data: Any) -> tuple[Loc, str, bool]:
+    """(loc, message, at_key) for one pydantic error."""
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "missing":
+        return loc[:-1], f"missing required key '{loc[-1]}'", False
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        allowed = sorted(model.model_fields) if model else []
+        hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        msg = f"unknown key '{loc[-1]}'"
+        msg += f"; did you mean '{hint[0]}'?" if hint else ""
+        if allowed:
+            msg += f" (allowed: {', '.join(allowed)})"
+        return loc, msg, True
+    if kind in _TYPE_NAMES:
+        return loc, f"expected {_TYPE_NAMES[kind]}, got {_describe(value)}", False
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return loc, f"expected one of {expected}; got {_describe(value)}", False
+    if kind == "string_pattern_mismatch":
+        return (
+            loc,
+            f"expected an identifier (letters, digits, '_', starting with a letter); "
+            f"got {_describe(value)}",
+            False,
+        )
+    if kind in ("too_short", "string_too_short"):
+        return loc, f"must not be empty; got {_describe(value)}", False
+    if kind == "string_too_long":
+        return loc, f"longer than {MAX_EXPRESSION_CHARS} characters", False
+    if kind == "value_error":
+        msg = str(err.get("ctx", {}).get("error", err["msg"]))
+        return loc, msg, False
+    return loc, f"{err['msg'][0].lower()}{err['msg'][1:]}; got {_describe(value)}", False
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def _op_label(data: Any, i: int) -> str:
+    op = _get(data, ("ops", i))
+    name = op.get("name") if isinstance(op, dict) else None
+    if isinstance(name, str) and IDENTIFIER_RE.match(name):
+        return name
+    return f"ops[{i}]"
+
+
+def diagnostic_at(
+    path: str,
+    positions: dict,
+    key_positions: dict,
+    data: Any,
+    loc: Loc,
+    message: str,
+    key: bool = False,
+) -> Diagnostic:
+    """Build a :class:`Diagnostic` for spec key path ``loc`` (op and field derived from it)."""
+    location = _locate(path, positions, key_positions, loc, key)
+    if len(loc) >= 2 and loc[0] == "ops" and isinstance(loc[1], int):
+        return Diagnostic(location, message, _op_label(data, loc[1]), format_key_path(loc[2:]))
+    return Diagnostic(location, message, None, format_key_path(loc) or None)
+
+
+def load_spec(path: str | Path, display_path: str | None = None) -> SpecDocument:
+    """Read, parse and validate one spec file.
+
+    Args:
+        path: the file to read.
+        display_path: how to name the file in messages and headers (default: ``path`` as
+            given).
+
+    Returns:
+        A :class:`SpecDocument`.
+
+    Raises:
+        SpecError: unreadable file, invalid YAML, or any structural or naming problem;
+            every problem found is listed with its position.
+    """
+    shown = display_path if display_path is not None else str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise SpecError(Diagnostic(Location(shown), f"cannot read spec: {e.strerror}"))
+    return parse_spec(data, shown)
+
+
+def parse_spec(data: bytes, path: str) -> SpecDocument:
+    """Validate spec bytes; see :func:`load_spec`."""
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(
+            Diagnostic(Location(path), f"spec is larger than {MAX_SPEC_BYTES} bytes")
+        )
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(Diagnostic(Location(path), f"spec is not UTF-8: {e.reason}"))
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = e.problem or e.context or "invalid YAML"
+        raise SpecError(Diagnostic(Location(path, line, col), f"invalid YAML: {problem}"))
+    except yaml.YAMLError as e:
+        raise SpecError(Diagnostic(Location(path), f"invalid YAML: {e}"))
+    except RecursionError:
+        raise SpecError(Diagnostic(Location(path), "invalid YAML: nested too deeply"))
+    if node is None:
+        raise SpecError(Diagnostic(Location(path), "spec is empty; expected a mapping"))
+
+    reader = _YamlReader(path, source)
+    try:
+        raw = reader.read(node)
+    except RecursionError:
+        raise SpecError(Diagnostic(Location(path), "spec is nested too deeply"))
+
+    def diag(loc, message, key=False):
+        return diagnostic_at(
+            path, reader.positions, reader.key_positions, raw, loc, message, key
+        )
+
+    problems = [
+        Diagnostic(Location(path, *mark), msg, *_op_field(raw, loc))
+        for loc, mark, msg in reader.errors
+    ]
+    if problems:
+        raise SpecError(problems)
+    if not isinstance(raw, dict):
+        raise SpecError(diag((), f"a spec is a mapping; got {_describe(raw)}"))
+    if "version" in raw and raw["version"] != SPEC_VERSION:
+        raise SpecError(
+            diag(
+                ("version",),
+                f"unsupported spec version {_describe(raw['version'])}; this gradgen "
+                f"reads version {SPEC_VERSION}",
+            )
+        )
+    # Expressions are text: `output: 2` or `output: 1.5` mean the expression as written.
+    for loc in _expression_locs(raw):
+        value = _get(raw, loc)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            _set(raw, loc, reader.raw[loc])
+
+    try:
+        model = ModuleSpec.model_validate(raw)
+    except ValidationError as e:
+        diagnostics = []
+        for err in e.errors(include_url=False):
+            loc, message, at_key = _message(err, raw)
+            diagnostics.append(diag(loc, message, at_key))
+        raise SpecError(diagnostics)
+
+    model, problems = _resolve(model, diag)
+    if problems:
+        raise SpecError(problems)
+    return SpecDocument(
+        path=path,
+        source=source,
+        sha256=hashlib.sha256(data).hexdigest(),
+        model=model,
+        _positions=reader.positions,
+        _key_positions=reader.key_positions,
+        _anchors=reader.anchors,
+    )
+
+
+def _op_field(raw: Any, loc: Loc) -> tuple[str | None, str | None]:
+    if len(loc) >= 2 and loc[0] == "ops" and isinstance(loc[1], int):
+        return _op_label(raw, loc[1]), format_key_path(loc[2:]) or None
+    return None, format_key_path(loc) or None
+
+
+def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
+    """Names, uniqueness, default dtypes and differentiability."""
+    problems: list[Diagnostic] = []
+
+    def check_name(name: str, loc: Loc, what: str) -> None:
+        reason = reserved_reason(name)
+        if reason:
+            problems.append(diag(loc, f"{what} name '{name}' is not allowed: {reason}", True))
+
+    if reserved_reason(model.module):
+        problems.append(
+            diag(
+                ("module",),
+                f"module name '{model.module}' is not allowed: "
+                f"{reserved_reason(model.module)}",
+            )
+        )
+    seen_ops: dict[str, int] = {}
+    ops = []
+    for i, op in enumerate(model.ops):
+        base: Loc = ("ops", i)
+        reason = reserved_reason(op.name)
+        if reason:
+            problems.append(diag(base + ("name",), f"op name '{op.name}' is not allowed: {reason}"))
+        if op.name in seen_ops:
+            problems.append(
+                diag(
+                    base + ("name",),
+                    f"duplicate op name '{op.name}' (also ops[{seen_ops[op.name]}])",
+                )
+            )
+        seen_ops.setdefault(op.name, i)
+
+        local: dict[str, str] = {}
+        sections = [("inputs", op.inputs), ("where", op.where), ("outputs", op.outputs or {})]
+        for section, mapping in sections:
+            for name in mapping:
+                loc = base + (section, name)
+                check_name(name, loc, {"inputs": "input", "where": "intermediate",
+                                       "outputs": "output"}[section])
+                if name in local:
+                    problems.append(
+                        diag(loc, f"name '{name}' is already used in '{local[name]}'", True)
+                    )
+                local.setdefault(name, section)
+        dims = {d for spec in op.inputs.values() for d in spec.shape if isinstance(d, str)}
+        for name in sorted(dims & set(local)):
+            problems.append(
+                diag(base + ("inputs",), f"dim name '{name}' is also a value name in this op")
+            )
+
+        inputs = {}
+        for name, spec in op.inputs.items():
+            dtype = spec.dtype or model.dtype
+            is_int = dtype in INT_DTYPES
+            if spec.differentiable and is_int:
+                problems.append(
+                    diag(
+                        base + ("inputs", name, "differentiable"),
+                        f"input '{name}' has integer dtype {dtype} and cannot be "
+                        "differentiated; drop 'differentiable: true' or use a float dtype",
+                    )
+                )
+            differentiable = (not is_int) if spec.differentiable is None else spec.differentiable
+            inputs[name] = spec.model_copy(
+                update={"dtype": dtype, "differentiable": differentiable and not is_int}
+            )
+        ops.append(op.model_copy(update={"inputs": inputs}))
+    return model.model_copy(update={"ops": ops}), problems
