@@ -78,7 +78,10 @@ def bar(x, y):
 
 @tf.custom_gradient
 def _bar_vjp(x, y):
-    """Forward pass of `bar` with its VJP; call `bar` instead."""
+    """Forward pass and VJP of `bar`.
+
+    Call `bar`, which checks the arguments first.
+    """
     # bar.output
     out = x * y
 
@@ -122,7 +125,10 @@ def matmul(a, b):
 
 @tf.custom_gradient
 def _matmul_vjp(a, b):
-    """Forward pass of `matmul` with its VJP; call `matmul` instead."""
+    """Forward pass and VJP of `matmul`.
+
+    Call `matmul`, which checks the arguments first.
+    """
     # matmul.output: a @ b
     out = tf.linalg.matmul(a, b)
 
@@ -161,7 +167,10 @@ def softplus_op(x):
 
 @tf.custom_gradient
 def _softplus_op_vjp(x):
-    """Forward pass of `softplus_op` with its VJP; call `softplus_op` instead."""
+    """Forward pass and VJP of `softplus_op`.
+
+    Call `softplus_op`, which checks the arguments first.
+    """
     # softplus_op.output
     out = tf.math.softplus(x)
 
@@ -207,7 +216,10 @@ def polar(x, y):
 
 @tf.custom_gradient
 def _polar_vjp(x, y):
-    """Forward pass of `polar` with its VJP; call `polar` instead."""
+    """Forward pass and VJP of `polar`.
+
+    Call `polar`, which checks the arguments first.
+    """
     r2 = x * x + y * y
     # polar.outputs.r
     r = tf.math.sqrt(r2)
@@ -231,7 +243,8 @@ def _polar_vjp(x, y):
 
 
 def scaled_sum(a, b, scale):
-    """Two batches of rows of unknown count: either may have one row at run time and be broadcast, so gradients are reduced with axes from run-time shapes.
+    """Two batches of rows of unknown count: either may have one row at run time and be
+        broadcast, so gradients are reduced with axes from run-time shapes.
 
     Forward (float32):
         out = scale*(a + b)**2
@@ -260,7 +273,10 @@ def scaled_sum(a, b, scale):
 
 @tf.custom_gradient
 def _scaled_sum_vjp(a, b, scale):
-    """Forward pass of `scaled_sum` with its VJP; call `scaled_sum` instead."""
+    """Forward pass and VJP of `scaled_sum`.
+
+    Call `scaled_sum`, which checks the arguments first.
+    """
     t = a + b
     # scaled_sum.output
     out = scale * t * t

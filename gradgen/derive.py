@@ -39,8 +39,7 @@ from .expr import Program, TensorNode, parse_op
 from .naming import NameScope
 from .spec import SpecDocument, format_key_path
 
-SIMPLIFY_MAX_OPS = 60
-COMMENT_WIDTH = 100
+FORMULA_MAX_CHARS = 400
 _UNPRINTABLE = (
     sympy.Derivative,
     sympy.Subs,
@@ -64,24 +63,25 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
 
 
 def simplify_partial(expr: sympy.Basic) -> sympy.Basic:
-    """A simpler equal form of ``expr`` within a size budget, then stable rewrites.
+    """A simpler equal form of ``expr``, after stable rewrites.
 
-    Chooses the candidate with the fewest operations (ties broken by SymPy's canonical
-    sort key, so the choice is deterministic) among the expression itself and, when it
-    has at most :data:`SIMPLIFY_MAX_OPS` operations, ``sympy.simplify`` of it.
+    SymPy's ``simplify`` is not used: its run time is unbounded (minutes on a ten-term
+    partial) and it tends to combine terms over a common denominator, which is slower
+    and less stable to evaluate. Instead the candidates are the expression as
+    differentiated (SymPy already cancels and collects while building it) and
+    ``factor_terms`` of it (common factors pulled out), and the one with the fewest
+    operations wins; ties go to SymPy's canonical sort key, so the choice is
+    deterministic.
     """
     expr, _ = stable.rewrite(expr)
     if expr.is_Atom:
         return expr
-    candidates = [expr]
-    if sympy.count_ops(expr) <= SIMPLIFY_MAX_OPS:
-        simplified, _ = stable.rewrite(sympy.simplify(expr))
-        candidates.append(simplified)
+    candidates = [expr, stable.rewrite(sympy.factor_terms(expr))[0]]
     return min(candidates, key=lambda e: (sympy.count_ops(e), sympy.default_sort_key(e)))
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= COMMENT_WIDTH else text[: COMMENT_WIDTH - 3] + "..."
+    return text if len(text) <= FORMULA_MAX_CHARS else text[: FORMULA_MAX_CHARS - 3] + "..."
 
 
 @dataclass
@@ -106,7 +106,8 @@ class _Deriver:
         user = [v.name for v in program.inputs] + [n for n, _ in program.where]
         if not program.single:
             user += [o.name for o in program.outputs]
-        self.scope = NameScope(set(user))
+        # Op names too: a local must not shadow another op of the same module.
+        self.scope = NameScope(set(user) | {op.name for op in doc.model.ops})
         self.shape_of = dict(program.shape_of)
         self.op_path = program.name
         self.symbol_kind = {} if program.is_complex else {"real": True}
@@ -400,7 +401,8 @@ class _Deriver:
                       f"transpose({g.name})")]
         else:  # pragma: no cover - the parser creates no other nodes
             raise AssertionError(node.op)
-        for arg, arg_shape, vjp, vjp_shape, text in rules:
+        sides = ["lhs", "rhs"] if len(rules) == 2 else ["arg"]
+        for side, (arg, arg_shape, vjp, vjp_shape, text) in zip(sides, rules):
             targets = sorted(arg.free_symbols & self.diff_symbols, key=str)
             if not targets:
                 continue
@@ -412,7 +414,7 @@ class _Deriver:
                 )
                 continue
             # A compound operand: materialize its cotangent, then differentiate it.
-            ga = self._symbol(self.scope.claim(f"grad_{name}_arg"))
+            ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
             self.backward_symbols.add(ga)
             state.backward.append((ga.name, vjp, (comment,)))
             self._elementwise_vjp(
@@ -463,12 +465,19 @@ class _Deriver:
             name = where_names.get(expanded[s])
             if name is not None and name not in names.values():
                 names[s] = name
-        dropped_outputs = set()
-        for i, (t, v, c) in enumerate(fwd_vals):
-            if t in out_locals.values() and isinstance(v, sympy.Symbol) and v in temps \
-                    and v in forward_temps and v not in names:
-                names[v] = t
-                dropped_outputs.add(i)
+        # A statement `target = <temporary>` is folded: the temporary takes the target's
+        # name (e.g. an output, or a cotangent that CSE shared with another statement).
+        def fold(values, section):
+            folded = set()
+            for i, (t, v, c) in enumerate(values):
+                if isinstance(v, sympy.Symbol) and v in temps and v not in names and (
+                    (v in forward_temps) == section
+                ):
+                    names[v] = t
+                    folded.add(i)
+            return folded
+
+        fwd_folded, bwd_folded = fold(fwd_vals, True), fold(bwd_vals, False)
         for s in order:
             if s not in names:
                 names[s] = self.scope.claim(_temp_name(temps[s], names))
@@ -492,13 +501,16 @@ class _Deriver:
 
             for i, (t, v, c) in enumerate(value_list):
                 v = ir.map_value(v, fix)
-                if i in skip:
+                if i in skip:  # folded: emit the temporary here, with this comment
                     target_sym = self._symbol(t)
-                    if target_sym in temp_stmts and target_sym not in done:
-                        done.add(target_sym)
-                        need([temp_stmts[target_sym].value])
-                        stmt = temp_stmts[target_sym]
-                        out.append(ir.Statement(stmt.target, stmt.value, c))
+                    stmt = temp_stmts[target_sym]
+                    if target_sym in done:
+                        index = out.index(stmt)
+                        out[index] = ir.Statement(stmt.target, stmt.value, stmt.comments + c)
+                        continue
+                    done.add(target_sym)
+                    need([stmt.value])
+                    out.append(ir.Statement(stmt.target, stmt.value, c))
                     continue
                 need(list(ir.value_exprs(v)))
                 out.append(ir.Statement(t, v, c))
@@ -506,8 +518,8 @@ class _Deriver:
 
         fwd_allowed = {rename[s] for s in forward_temps}
         bwd_allowed = {rename[s] for s in order if s not in forward_temps}
-        forward = emit(fwd_vals, fwd_allowed, skip=dropped_outputs)
-        backward = emit(bwd_vals, bwd_allowed)
+        forward = emit(fwd_vals, fwd_allowed, skip=fwd_folded)
+        backward = emit(bwd_vals, bwd_allowed, skip=bwd_folded)
         return forward, backward
 
     # ------------------------------------------------------------------ docs

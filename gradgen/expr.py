@@ -240,6 +240,10 @@ _FORBIDDEN = {
 }
 
 
+# Local names for node results in generated code, unless a `where` or output names them.
+_NODE_NAMES = {"matmul": "product", "transpose": "transposed"}
+
+
 def _balanced(text: str) -> bool:
     """True when brackets never close more than they opened (outside strings)."""
     depth, quote = 0, None
@@ -676,7 +680,7 @@ class _Parser:
                 arg_shapes=tuple(a.shape for a in args),
                 shape=shape,
                 key=self.key,
-                name_hint=hint or op,
+                name_hint=hint or _NODE_NAMES[op],
             )
         )
         self.shape_of[symbol] = shape

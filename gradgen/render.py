@@ -10,6 +10,7 @@ string). User text (docs) reaches the output only inside docstrings built by
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -21,6 +22,7 @@ from . import ir
 from .printer import PrintError, TFPrinter, print_value
 
 _CONTROL = {i for i in range(32)} - {9, 10} | {127}
+LINE_LENGTH = 88
 
 
 def templates_dir() -> Path:
@@ -71,14 +73,27 @@ class _Line:
     code: str
 
 
-def _statements(printer: TFPrinter, statements, op: ir.OpIR, where: str) -> list[_Line]:
+def wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters; continuation lines are
+    indented by four spaces (long formulas stay readable in comments and docstrings)."""
+    return textwrap.wrap(
+        text, width=width, subsequent_indent="    ", break_long_words=True,
+        break_on_hyphens=False,
+    ) or [""]
+
+
+def _statements(
+    printer: TFPrinter, statements, op: ir.OpIR, where: str, indent: int
+) -> list[_Line]:
     lines = []
     for stmt in statements:
         try:
             code = f"{stmt.target} = {print_value(printer, stmt.value)}"
         except PrintError as e:
             raise RenderError(op, f"{where} of op '{op.name}' needs {e.function}: {e}") from None
-        lines.append(_Line(stmt.comments, code))
+        width = LINE_LENGTH - indent - 2
+        comments = tuple(line for c in stmt.comments for line in wrap(c, width))
+        lines.append(_Line(comments, code))
     return lines
 
 
@@ -120,13 +135,19 @@ def _op_docstring(op: ir.OpIR) -> str:
         "    TypeError: an argument is a tensor or variable of another dtype.",
         "    ValueError: an argument's static shape does not match its declaration.",
     ]
-    return docstring_literal("\n".join(lines))
+    width = LINE_LENGTH - 4
+    wrapped = []
+    for line in lines:
+        body = line.lstrip(" ")
+        lead = line[: len(line) - len(body)]
+        wrapped += [lead + part for part in wrap(body, width - len(lead))] if body else [""]
+    return docstring_literal("\n".join(wrapped))
 
 
 def _op_view(op: ir.OpIR) -> tuple[dict, bool, bool]:
     printer = TFPrinter(op.dtype)
-    forward = _statements(printer, op.forward, op, "the forward pass")
-    backward = _statements(printer, op.backward, op, "the gradient")
+    forward = _statements(printer, op.forward, op, "the forward pass", indent=4)
+    backward = _statements(printer, op.backward, op, "the gradient", indent=8)
     uses_unbroadcast = any(
         isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward
     )
@@ -185,7 +206,9 @@ def render_module(module: ir.ModuleIR) -> str:
         version=module.gradgen_version,
         spec_path=module.spec_path,
         spec_sha256=module.spec_sha256,
-        docstring=docstring_literal(doc),
+        docstring=docstring_literal("\n".join(
+            part for line in doc.split("\n") for part in wrap(line, LINE_LENGTH)
+        )),
         uses_math=uses_math,
         uses_unbroadcast=uses_unbroadcast,
         uses_named_dims=any(op.named_dims for op in module.ops),
