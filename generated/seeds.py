@@ -151,6 +151,9 @@ def softplus_op(x):
     Partial derivatives:
         d(out)/d(x) = sigmoid(x)
 
+    Stable forms used:
+        softplus: log(1 + exp(u)) = softplus(u)
+
     Args:
         x: float32 tensor of shape [None].
 

@@ -62,7 +62,7 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     return _Deriver(doc, program).run()
 
 
-def simplify_partial(expr: sympy.Basic) -> sympy.Basic:
+def simplify_partial(expr: sympy.Basic) -> tuple[sympy.Basic, tuple[str, ...]]:
     """A simpler equal form of ``expr``, after stable rewrites.
 
     SymPy's ``simplify`` is not used: its run time is unbounded (minutes on a ten-term
@@ -72,12 +72,15 @@ def simplify_partial(expr: sympy.Basic) -> sympy.Basic:
     ``factor_terms`` of it (common factors pulled out), and the one with the fewest
     operations wins; ties go to SymPy's canonical sort key, so the choice is
     deterministic.
+
+    Returns:
+        The chosen expression and the names of the stable rules it used.
     """
-    expr, _ = stable.rewrite(expr)
+    expr, used = stable.rewrite(expr)
     if expr.is_Atom:
-        return expr
-    candidates = [expr, stable.rewrite(sympy.factor_terms(expr))[0]]
-    return min(candidates, key=lambda e: (sympy.count_ops(e), sympy.default_sort_key(e)))
+        return expr, used
+    candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr))]
+    return min(candidates, key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
 
 
 def _shorten(text: str) -> str:
@@ -109,7 +112,7 @@ class _Deriver:
         # Op names too: a local must not shadow another op of the same module.
         self.scope = NameScope(set(user) | {op.name for op in doc.model.ops})
         self.shape_of = dict(program.shape_of)
-        self.op_path = program.name
+        self.rules_used: set[str] = set()
         self.symbol_kind = {} if program.is_complex else {"real": True}
 
     # ------------------------------------------------------------------ helpers
@@ -161,7 +164,6 @@ class _Deriver:
             self.rename[node.symbol] = new
             node_targets[new] = name
             self.shape_of[new] = node.shape
-        self.rules_used: set[str] = set()
 
         def fwd(expr):
             out, used = stable.rewrite(expr.xreplace(self.rename))
@@ -294,6 +296,10 @@ class _Deriver:
             partials=tuple(partial_docs),
             vjp_text=tuple(vjp_docs),
             named_dims=self._named_dims(),
+            rewrites=tuple(
+                f"{name}: {stable.RULES_BY_NAME[name].identity}"
+                for name in sorted(self.rules_used)
+            ),
             key=p.key,
         )
 
@@ -337,8 +343,8 @@ class _Deriver:
     # ----------------------------------------------------------- reverse pieces
 
     def _partial(self, expr, wrt, key, label):
-        d = sympy.diff(expr, wrt)
-        d = simplify_partial(d)
+        d, used = simplify_partial(sympy.diff(expr, wrt))
+        self.rules_used.update(used)
         self._check_printable(d, key, f"derivative {label}")
         return d
 

@@ -163,6 +163,7 @@ class OpIR:
         partials: partial derivatives, for the docstring.
         vjp_text: VJP rules of non-elementwise ops, for the docstring.
         named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
+        rewrites: the stable rewrites used (``name: identity``), for the docstring.
         key: spec key path of the op.
     """
 
@@ -180,6 +181,7 @@ class OpIR:
     partials: tuple[PartialIR, ...]
     vjp_text: tuple[str, ...]
     named_dims: tuple
+    rewrites: tuple[str, ...]
     key: tuple
 
 

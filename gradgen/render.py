@@ -112,6 +112,9 @@ def _op_docstring(op: ir.OpIR) -> str:
     if op.partials:
         lines += ["", "Partial derivatives:"]
         lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in op.partials]
+    if op.rewrites:
+        lines += ["", "Stable forms used:"]
+        lines += [f"    {r}" for r in op.rewrites]
     if op.vjp_text:
         lines += ["", "Vector-Jacobian products of the matrix operations:"]
         lines += [f"    {t}" for t in op.vjp_text]

@@ -229,3 +229,30 @@ def test_shape_and_dtype_checks(tf, cases):
         cases.output_is_an_input(tf.ones([3], tf.float64))
     with pytest.raises(ValueError, match="dim 'batch' must have one size"):
         cases.named_dims_static(tf.ones([2, 1]), tf.ones([3, 5]))
+
+
+def test_second_order_in_tf1_graphs(tf, cases):
+    values = np.array([0.3, 0.9, 1.4, 0.2, 1.1], np.float32)
+    results = []
+    for fn in (cases.elementwise_functions, lambda a, b: CASES["elementwise_functions"][2](tf, a, b)):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None])
+            y = tf.compat.v1.placeholder(tf.float32, [None])
+            out = tf.reduce_sum(fn(x, y))
+            hessian = tf.hessians(out, [x, y])
+            with tf.compat.v1.Session(graph=graph) as session:
+                results.append(session.run(hessian, {x: values, y: values[::-1].copy()}))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_variables_receive_gradients(tf, cases):
+    x = tf.Variable([[1.0], [2.0], [3.0]])
+    y = tf.Variable([1.0, 2.0, 3.0, 4.0])
+    with tf.GradientTape() as tape:
+        p, q = cases.multi_output_different_shapes(x, y)
+        loss = tf.reduce_sum(p) + tf.reduce_sum(q)
+    gx, gy = tape.gradient(loss, [x, y])
+    np.testing.assert_allclose(gx.numpy().ravel(), 10 + np.cos([1.0, 2.0, 3.0]), rtol=1e-6)
+    np.testing.assert_allclose(gy, [6.0] * 4)

@@ -145,10 +145,15 @@ def seeds64(build, seeds_spec):
     return build(yaml.safe_dump(spec, sort_keys=False))
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "function"])
 @pytest.mark.parametrize("name, shapes", [c for c in CASES if 0 not in sum(c[1], ())])
-def test_examples_match_numerical_jacobian_float64(tf, seeds64, seeds_spec, name, shapes):
+def test_examples_match_numerical_jacobian_float64(
+    tf, seeds64, seeds_spec, name, shapes, traced
+):
     inputs, upstreams, _ = _random_case(tf, seeds64, name, shapes, np.float64, 1)
     fn = getattr(seeds64, name)
+    if traced:
+        fn = tf.function(fn)
     spec_inputs = next(o for o in seeds_spec["ops"] if o["name"] == name)["inputs"]
     diff = [
         i for i, v in enumerate(spec_inputs.values())

@@ -1,0 +1,78 @@
+"""Derivation without TensorFlow: what the generated code contains."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+import yaml
+
+import gradgen.derive
+from gradgen.emit import generate
+from gradgen.errors import SpecError
+
+
+def source(output, inputs, tmp_path, where=None, name="f"):
+    op = {"name": name, "inputs": inputs}
+    if where:
+        op["where"] = where
+    op["outputs" if isinstance(output, dict) else "output"] = output
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"version": 1, "module": "m", "ops": [op]}, sort_keys=False))
+    return generate([str(spec)], str(tmp_path))["m.py"]
+
+
+def body(text, start):
+    return text[text.index(start):]
+
+
+def test_static_axes_are_literal(tmp_path):
+    text = body(source("x * y", {"x": [10, 1], "y": [5]}, tmp_path), "def _f_vjp")
+    assert "tf.reduce_sum(upstream * y, axis=[1], keepdims=True)" in text
+    assert "tf.reduce_sum(upstream * x, axis=[0])" in text
+    assert "tf.shape" not in text and "_unbroadcast" not in text
+
+
+def test_undecidable_axes_use_run_time_shapes(tmp_path):
+    text = source("a + b", {"a": [None, 3], "b": [None, 3]}, tmp_path)
+    assert "grad_a = _unbroadcast(upstream, a)" in text
+    assert "BroadcastGradientArgs" in text
+
+
+def test_backward_reuses_forward_values(tmp_path):
+    text = source("sqrt(x**2 + y**2)", {"x": [3], "y": [3]}, tmp_path)
+    forward = body(text, "def _f_vjp")
+    grad_fn = body(forward, "def grad(")
+    # the norm is computed once, in the forward pass, and used by the gradient
+    assert forward.count("tf.math.sqrt") == 1 and "tf.math.sqrt" not in grad_fn
+    assert "/ out" in grad_fn
+
+
+def test_where_names_name_the_shared_values(tmp_path):
+    text = source({"r": "sqrt(r2)", "theta": "atan2(y, x)"}, {"x": [3], "y": [3]},
+                  tmp_path, where={"r2": "x**2 + y**2"})
+    assert "    r2 = x * x + y * y\n" in text
+    assert "    r = tf.math.sqrt(r2)\n" in text
+
+
+def test_generated_code_has_no_autodiff_calls(tmp_path):
+    text = source("softplus(x) * tanh(y) + x**3", {"x": [3], "y": [3]}, tmp_path)
+    for forbidden in ("tf.gradients", "GradientTape", "Derivative", "sympy", "import gradgen",
+                      "from gradgen"):
+        assert forbidden not in text
+
+
+@pytest.mark.parametrize(
+    "partial, expected",
+    [
+        (sympy.Heaviside, "Heaviside"),  # caught when derived
+        (sympy.gamma, "needs gamma"),  # caught when printed
+    ],
+)
+def test_unprintable_partial_is_a_spec_error_naming_op_and_function(
+    tmp_path, monkeypatch, partial, expected
+):
+    monkeypatch.setattr(gradgen.derive, "simplify_partial", lambda e: (partial(e), ()))
+    with pytest.raises(SpecError) as info:
+        source("x * y", {"x": [3], "y": [3]}, tmp_path, name="odd")
+    message = info.value.diagnostics[0].format()
+    assert message.startswith("s.yaml:") and "op 'odd'" in message and expected in message
