@@ -59,7 +59,7 @@ class PrintError(Exception):
 
     def __init__(self, function: str, detail: str = ""):
         self.function = function
-        super().__init__(detail or f"cannot print {function}")
+        super().__init__(detail or f"{function} has no TensorFlow form")
 
 
 _FUNCTIONS = {

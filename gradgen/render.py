@@ -90,7 +90,7 @@ def _statements(
         try:
             code = f"{stmt.target} = {print_value(printer, stmt.value)}"
         except PrintError as e:
-            raise RenderError(op, f"{where} of op '{op.name}' needs {e.function}: {e}") from None
+            raise RenderError(op, f"{where} cannot be generated: {e}") from None
         width = LINE_LENGTH - indent - 2
         comments = tuple(line for c in stmt.comments for line in wrap(c, width))
         lines.append(_Line(comments, code))
