@@ -151,7 +151,7 @@ def softplus_op(x):
     Partial derivatives:
         d(out)/d(x) = sigmoid(x)
 
-    Stable forms used:
+    Stable forms and guards used:
         softplus: log(1 + exp(u)) = softplus(u)
 
     Args:
@@ -199,6 +199,11 @@ def polar(x, y):
         d(theta)/d(x) = -y/r2
         d(theta)/d(y) = x/r2
 
+    Stable forms and guards used:
+        double_where: Piecewise branches evaluated at safe inputs where not selected
+        norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
+        sqrt_zero: d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)
+
     Args:
         x: float32 tensor of shape [None].
         y: float32 tensor of shape [None].
@@ -230,8 +235,10 @@ def _polar_vjp(x, y):
     theta = tf.math.atan2(y, x)
 
     def grad(upstream_r, upstream_theta):
-        t = upstream_r / r
-        t_1 = upstream_theta / r2
+        r2_nonzero = tf.math.not_equal(r2, 0.0)
+        r2_safe = tf.where(r2_nonzero, r2, 1.0)
+        t = upstream_r * tf.where(r2_nonzero, tf.math.rsqrt(r2_safe), 0.0)
+        t_1 = upstream_theta * tf.where(r2_nonzero, 1.0 / r2_safe, 0.0)
         # d(r)/d(x) = x/sqrt(r2)  (polar.outputs.r)
         # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
         # unbroadcast [None] from [None]: axes from run-time shapes

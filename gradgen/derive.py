@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from . import ir
+from . import functions as fn
+from . import guards, ir
 from . import shapes as sh
 from . import stable
 from .errors import Diagnostic, SpecError
@@ -51,6 +52,15 @@ _UNPRINTABLE = (
 )
 
 
+# Functions a complex op may use: holomorphic, and supported by TensorFlow for complex
+# dtypes (softplus, erf, erfc and atan2 are not; Abs, sign, floor... are not holomorphic).
+HOLOMORPHIC = (
+    sympy.exp, sympy.log, sympy.sin, sympy.cos, sympy.tan, sympy.asin, sympy.acos,
+    sympy.atan, sympy.sinh, sympy.cosh, sympy.tanh, sympy.asinh, sympy.acosh,
+    sympy.atanh, fn.log1p, fn.expm1, fn.sigmoid,
+)
+
+
 def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     """Parse and derive ``doc.model.ops[index]``.
 
@@ -62,7 +72,9 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     return _Deriver(doc, program).run()
 
 
-def simplify_partial(expr: sympy.Basic) -> tuple[sympy.Basic, tuple[str, ...]]:
+def simplify_partial(
+    expr: sympy.Basic, rules: tuple[stable.Rule, ...] = stable.RULES
+) -> tuple[sympy.Basic, tuple[str, ...]]:
     """A simpler equal form of ``expr``, after stable rewrites.
 
     SymPy's ``simplify`` is not used: its run time is unbounded (minutes on a ten-term
@@ -76,10 +88,10 @@ def simplify_partial(expr: sympy.Basic) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The chosen expression and the names of the stable rules it used.
     """
-    expr, used = stable.rewrite(expr)
+    expr, used = stable.rewrite(expr, rules)
     if expr.is_Atom:
         return expr, used
-    candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr))]
+    candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr), rules)]
     return min(candidates, key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
 
 
@@ -113,6 +125,7 @@ class _Deriver:
         self.scope = NameScope(set(user) | {op.name for op in doc.model.ops})
         self.shape_of = dict(program.shape_of)
         self.rules_used: set[str] = set()
+        self.rules = stable.COMPLEX_RULES if program.is_complex else stable.RULES
         self.symbol_kind = {} if program.is_complex else {"real": True}
 
     # ------------------------------------------------------------------ helpers
@@ -166,7 +179,7 @@ class _Deriver:
             self.shape_of[new] = node.shape
 
         def fwd(expr):
-            out, used = stable.rewrite(expr.xreplace(self.rename))
+            out, used = stable.rewrite(expr.xreplace(self.rename), self.rules)
             self.rules_used.update(used)
             return out
 
@@ -184,6 +197,12 @@ class _Deriver:
         ]
         outputs = [(o, fwd(o.term.expr)) for o in p.outputs]
         where_exprs = [(name, fwd(term.expr)) for name, term in p.where]
+        if p.is_complex:
+            for n in nodes:
+                for a in n.args:
+                    self._check_holomorphic(a, n.key)
+            for o, expr in outputs:
+                self._check_holomorphic(expr, o.key)
 
         self.diff_symbols = {v.symbol for v in p.inputs if v.differentiable} | {
             n.symbol for n in nodes
@@ -194,7 +213,7 @@ class _Deriver:
         forward_values = []  # (target, value, comments)
         for orig, n in zip(p.nodes, nodes):
             args = tuple(
-                self._as_written(a, shape, self._leaves(o))
+                self._as_written(self._finalize(a), shape, self._leaves(o))
                 for a, shape, o in zip(n.args, n.arg_shapes, orig.args)
             )
             comment = f"{self._key(n.key)}: {self._describe_node(n)}"
@@ -202,7 +221,7 @@ class _Deriver:
         for o, expr in outputs:
             if expr in node_targets and node_targets[expr] == out_locals[o.name]:
                 continue  # the output is a node's result, already named after the output
-            value = self._as_written(expr, o.term.shape, o.term.leaves)
+            value = self._as_written(self._finalize(expr), o.term.shape, o.term.leaves)
             forward_values.append((out_locals[o.name], value, (self._key(o.key),)))
 
         # Reverse mode: outputs, then nodes from last to first, then inputs.
@@ -297,7 +316,9 @@ class _Deriver:
             vjp_text=tuple(vjp_docs),
             named_dims=self._named_dims(),
             rewrites=tuple(
-                f"{name}: {stable.RULES_BY_NAME[name].identity}"
+                f"{name}: "
+                + (stable.RULES_BY_NAME[name].identity if name in stable.RULES_BY_NAME
+                   else guards.GUARDS[name])
                 for name in sorted(self.rules_used)
             ),
             key=p.key,
@@ -342,8 +363,34 @@ class _Deriver:
 
     # ----------------------------------------------------------- reverse pieces
 
+    def _finalize(self, expr, partial: bool = False):
+        """The printable form of a forward value or partial: kinks as Piecewise, and
+        guards where the formula is 0/0, inf * 0 or outside its domain (real ops)."""
+        if self.p.is_complex:
+            return expr
+        steps = [guards.removable_singularities]
+        if partial:
+            steps.insert(0, guards.zero_subgradients)
+        for step in steps:
+            expr, used = step(expr)
+            self.rules_used.update(used)
+        expr, used = guards.guard_branches(guards.kinks_to_piecewise(expr))
+        self.rules_used.update(used)
+        return expr
+
+    def _check_holomorphic(self, expr, key) -> None:
+        for f in sorted(expr.atoms(sympy.Function), key=sympy.default_sort_key):
+            if not isinstance(f, HOLOMORPHIC):
+                raise self._error(
+                    key,
+                    f"{type(f).__name__} is not holomorphic (or has no complex TensorFlow "
+                    "kernel); a complex op must be holomorphic, since its gradient is "
+                    "upstream * conj(f'(z)). Allowed for complex inputs: arithmetic, @, "
+                    "transpose and " + ", ".join(sorted(c.__name__ for c in HOLOMORPHIC)),
+                )
+
     def _partial(self, expr, wrt, key, label):
-        d, used = simplify_partial(sympy.diff(expr, wrt))
+        d, used = simplify_partial(sympy.diff(expr, wrt), self.rules)
         self.rules_used.update(used)
         self._check_printable(d, key, f"derivative {label}")
         return d
@@ -360,7 +407,8 @@ class _Deriver:
             docs.append(ir.PartialIR(out_name, v.name, self._show(d)))
             if d == 0:
                 continue
-            term = g * sympy.conjugate(d)
+            d_code = self._finalize(d, partial=True)
+            term = g * (sympy.conjugate(d_code) if self.p.is_complex else d_code)
             comment = _shorten(f"{label} = {self._show(d)}  ({key_text})")
             state.contributions.setdefault(v, []).append(_Contribution(term, shape, (comment,)))
 
@@ -614,4 +662,13 @@ def _temp_name(expr, names: dict) -> str:
             return f"inv_{label(expr.base)}"
     if isinstance(expr, sympy.Function) and len(expr.args) == 1 and label(expr.args[0]):
         return f"{type(expr).__name__.lower()}_{label(expr.args[0])}"
+    if isinstance(expr, fn.Guard) and label(expr.args[0]):
+        return f"{label(expr.args[0])}_safe"
+    if isinstance(expr, sympy.Rel) and label(expr.lhs) and expr.rhs == 0:
+        word = {sympy.Ne: "nonzero", sympy.StrictGreaterThan: "positive",
+                sympy.StrictLessThan: "negative"}.get(type(expr))
+        if word:
+            return f"{label(expr.lhs)}_{word}"
+    if isinstance(expr, sympy.Rel):
+        return "mask"
     return "t"

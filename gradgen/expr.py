@@ -38,7 +38,7 @@ from sympy.core.relational import Relational
 
 from . import shapes as sh
 from .errors import Diagnostic, SpecError
-from .functions import expm1, log1p, sigmoid, softplus
+from . import functions as fn
 from .naming import EXPRESSION_NAMES
 from .spec import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
 
@@ -182,13 +182,14 @@ UNARY: dict[str, Callable] = {
     "erfc": sympy.erfc,
     "Abs": sympy.Abs,
     "abs": sympy.Abs,
-    "sign": sympy.sign,
-    "floor": sympy.floor,
-    "ceiling": sympy.ceiling,
-    "log1p": log1p,
-    "expm1": expm1,
-    "sigmoid": sigmoid,
-    "softplus": softplus,
+    "sign": fn.sign,
+    "floor": fn.floor,
+    "ceiling": fn.ceiling,
+    "Heaviside": fn.Heaviside,
+    "log1p": fn.log1p,
+    "expm1": fn.expm1,
+    "sigmoid": fn.sigmoid,
+    "softplus": fn.softplus,
 }
 OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where", "transpose")
 MATRIX_FUNCTIONS_PLANNED = ("inverse", "det", "trace", "sum", "mean", "einsum")
@@ -608,8 +609,8 @@ class _Parser:
         if name in ("Max", "Min"):
             if len(args) < 2:
                 raise _ExprError(node, f"{name}() takes two or more arguments")
-            fn = sympy.Max if name == "Max" else sympy.Min
-            return self._elementwise(node, fn(*(a.expr for a in args)), args)
+            extremum = fn.Max if name == "Max" else fn.Min
+            return self._elementwise(node, extremum(*(a.expr for a in args)), args)
         if name == "transpose":
             self._arity(node, name, args, 1)
             return self._transpose(node, args[0])

@@ -1,15 +1,25 @@
-"""SymPy functions for the numerically stable primitives that TensorFlow provides.
+"""SymPy functions for TensorFlow's stable primitives and gradgen's kink conventions.
 
-SymPy has no ``sigmoid`` or ``softplus``; :mod:`sympy.codegen.cfunctions` has ``log1p``
-and ``expm1``. Each function here knows its derivative (``fdiff``) in terms of stable
-primitives, so differentiating a stable forward form gives a stable backward form:
-``softplus' = sigmoid`` and ``sigmoid' = sigmoid * (1 - sigmoid)``. Each also evaluates
+SymPy has no ``sigmoid``, ``softplus``, ``xlogy`` or ``logsumexp``;
+:mod:`sympy.codegen.cfunctions` has ``log1p`` and ``expm1``. Each function here knows
+its derivative (``fdiff``) in terms of stable primitives, so differentiating a stable
+forward form gives a stable backward form (``softplus' = sigmoid``), and evaluates
 numerically at any precision (``evalf`` through its defining formula), which the
 high-precision reference in the tests relies on.
 
-Definitions (as in ``tf.math.sigmoid`` and ``tf.math.softplus``):
+Definitions (as TensorFlow's ``tf.math`` functions of the same names):
     sigmoid(x) = 1 / (1 + exp(-x))
     softplus(x) = log(1 + exp(x))
+    xlogy(x, y) = x * log(y), and 0 where x = 0 (also when y = 0)
+    xdivy(x, y) = x / y, and 0 where x = 0 (also when y = 0)
+    logsumexp(u1, ..., un) = log(exp(u1) + ... + exp(un))
+
+Non-smooth functions carry gradgen's subgradient conventions (README, "Kinks"):
+    sign, floor, ceiling, Heaviside: derivative 0 everywhere (TensorFlow's convention
+        for sign, floor and ceil; the Dirac delta at the jump is dropped);
+    Max, Min: at a tie the derivative is split equally between the tied arguments, so
+        the weights always sum to 1 (as ``tf.reduce_max``'s gradient does);
+    Heaviside(0) = 1/2 (SymPy's default).
 """
 
 from __future__ import annotations
@@ -18,7 +28,22 @@ import sympy
 from sympy import S
 from sympy.codegen.cfunctions import expm1, log1p
 
-__all__ = ["sigmoid", "softplus", "log1p", "expm1"]
+__all__ = [
+    "sigmoid",
+    "softplus",
+    "log1p",
+    "expm1",
+    "xlogy",
+    "xdivy",
+    "logsumexp",
+    "sign",
+    "floor",
+    "ceiling",
+    "Heaviside",
+    "Max",
+    "Min",
+    "Guard",
+]
 
 
 class sigmoid(sympy.Function):
@@ -32,8 +57,10 @@ class sigmoid(sympy.Function):
             return S.Half
 
     def fdiff(self, argindex=1):
-        s = sigmoid(self.args[0])
-        return s * (1 - s)
+        # sigmoid(x) * (1 - sigmoid(x)), written without the cancellation in 1 - s
+        # that loses every digit for x > 17 in float32.
+        x = self.args[0]
+        return sigmoid(x) * sigmoid(-x)
 
     def _eval_rewrite_as_exp(self, arg, **kwargs):
         return 1 / (1 + sympy.exp(-arg))
@@ -86,3 +113,243 @@ class softplus(sympy.Function):
 
     def _eval_is_finite(self):
         return self.args[0].is_real or None
+
+
+class xlogy(sympy.Function):
+    """``x * log(y)``, defined as 0 where ``x = 0`` (``tf.math.xlogy``).
+
+    Partials (exact, also at x = 0: ``xlogy(h, y) = h * log(y)``):
+        d/dx = log(y); d/dy = xdivy(x, y).
+    TensorFlow's own gradient of ``tf.math.xlogy`` returns 0 for d/dx at x = 0, which is
+    wrong unless y = 1; gradgen uses the exact partial.
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if x.is_zero:
+            return S.Zero
+        if y == 1:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        return sympy.log(y) if argindex == 1 else xdivy(x, y)
+
+    def _eval_evalf(self, prec):
+        x, y = self.args
+        if x.is_zero:
+            return S.Zero
+        return (x * sympy.log(y))._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        x, y = self.args
+        return (x.is_real and y.is_positive) or None
+
+
+class xdivy(sympy.Function):
+    """``x / y``, defined as 0 where ``x = 0`` (``tf.math.xdivy``).
+
+    Partials: d/dx = 1/y; d/dy = xdivy(-x, y**2) (0 where x = 0, where xdivy is 0 for
+    every y).
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if x.is_zero:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        return 1 / y if argindex == 1 else xdivy(-x, y**2)
+
+    def _eval_evalf(self, prec):
+        x, y = self.args
+        if x.is_zero:
+            return S.Zero
+        return (x / y)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        x, y = self.args
+        return (x.is_real and y.is_real) or None
+
+
+class logsumexp(sympy.Function):
+    """``log(exp(u1) + ... + exp(un))``, computed as ``m + log(sum(exp(ui - m)))`` with
+    ``m`` the largest ``ui``, so it neither overflows nor underflows to ``-inf``.
+
+    Partials: d/dui = exp(ui - logsumexp(u)) (the softmax weights: exponents <= 0).
+    """
+
+    @classmethod
+    def eval(cls, *args):
+        if len(args) == 1:
+            return args[0]
+        ordered = tuple(sorted(args, key=sympy.default_sort_key))
+        if ordered != tuple(args):  # canonical order, so equal sums are equal (CSE)
+            return cls(*ordered)
+
+    def fdiff(self, argindex=1):
+        return sympy.exp(self.args[argindex - 1] - self)
+
+    def _eval_rewrite_as_exp(self, *args, **kwargs):
+        return sympy.log(sympy.Add(*(sympy.exp(a) for a in args)))
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.exp)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return all(a.is_real for a in self.args) or None
+
+
+class sign(sympy.sign):
+    """``sign(x)`` with derivative 0 (TensorFlow's convention; SymPy's is 2*DiracDelta)."""
+
+    def _eval_derivative(self, x):
+        return S.Zero
+
+    def fdiff(self, argindex=1):
+        return S.Zero
+
+
+class floor(sympy.floor):
+    """``floor(x)`` with derivative 0 (SymPy leaves it unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return S.Zero
+
+
+class ceiling(sympy.ceiling):
+    """``ceiling(x)`` with derivative 0 (SymPy leaves it unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return S.Zero
+
+
+class Heaviside(sympy.Function):
+    """Unit step: 0 for x < 0, 1/2 at 0, 1 for x > 0; derivative 0."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_extended_positive:
+            return S.One
+        if arg.is_extended_negative:
+            return S.Zero
+        if arg.is_zero:
+            return S.Half
+
+    def fdiff(self, argindex=1):
+        return S.Zero
+
+    def as_piecewise(self):
+        """The same function as a Piecewise (how it is printed)."""
+        u = self.args[0]
+        return sympy.Piecewise((1, u > 0), (0, u < 0), (S.Half, True))
+
+    def _eval_rewrite_as_Piecewise(self, arg, **kwargs):
+        return self.as_piecewise()
+
+    def _eval_evalf(self, prec):
+        return self.as_piecewise()._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+
+class _Extremum(sympy.Function):
+    """Shared logic of :class:`Max` and :class:`Min` (n-ary, flattened, canonical)."""
+
+    _better = None  # StrictGreaterThan for Max, StrictLessThan for Min
+    _pick = None  # max or min of Python numbers
+
+    @classmethod
+    def eval(cls, *args):
+        if not args:
+            raise ValueError(f"{cls.__name__} needs at least one argument")
+        flat = []
+        for a in args:
+            flat.extend(a.args if isinstance(a, cls) else [a])
+        numbers = [a for a in flat if a.is_number and a.is_real]
+        others = [a for a in flat if not (a.is_number and a.is_real)]
+        if numbers:
+            best = numbers[0]
+            for n in numbers[1:]:
+                if cls._better(n, best) == sympy.true:
+                    best = n
+            others.append(best)
+        unique = sorted(set(others), key=sympy.default_sort_key)
+        if len(unique) == 1:
+            return unique[0]
+        if tuple(unique) != tuple(args):
+            return cls(*unique)
+
+    def fdiff(self, argindex):
+        args = self.args
+        mine = args[argindex - 1]
+        if len(args) == 2:
+            other = args[2 - argindex]
+            return sympy.Piecewise(
+                (1, self._better(mine, other)), (S.Half, sympy.Eq(mine, other)), (0, True)
+            )
+        ties = sympy.Add(*(sympy.Piecewise((1, sympy.Eq(a, self)), (0, True)) for a in args))
+        return sympy.Piecewise((1 / ties, sympy.Eq(mine, self)), (0, True))
+
+    def _eval_is_real(self):
+        return all(a.is_real for a in self.args) or None
+
+    def _eval_evalf(self, prec):
+        values = [a._eval_evalf(prec) for a in self.args]
+        if any(v is None for v in values):
+            return None
+        return self._pick(values)
+
+
+class Max(_Extremum):
+    """Largest argument. At a tie each tied argument's derivative weight is 1/(ties)."""
+
+    _better = sympy.StrictGreaterThan
+    _pick = staticmethod(max)
+
+
+class Min(_Extremum):
+    """Smallest argument. At a tie each tied argument's derivative weight is 1/(ties)."""
+
+    _better = sympy.StrictLessThan
+    _pick = staticmethod(min)
+
+
+class Guard(sympy.Function):
+    """``u`` where ``cond`` holds, else ``safe`` (a value inside ``cond``'s region).
+
+    The inner ``tf.where`` of the "double where" pattern (see :mod:`gradgen.guards`).
+    It is opaque to SymPy on purpose: a Piecewise in its place would be folded into the
+    expression around it (``Piecewise((s, c), (1, True))**-1/2`` becomes
+    ``Piecewise((s**-1/2, c), (1, True))``), which removes the guard.
+    """
+
+    nargs = 3
+
+    @classmethod
+    def eval(cls, u, cond, safe):
+        if cond is sympy.true:
+            return u
+        if cond is sympy.false:
+            return safe
+
+    def _eval_is_real(self):
+        u, _, safe = self.args
+        return (u.is_real and safe.is_real) or None
+
+    def _eval_evalf(self, prec):
+        u, cond, safe = self.args
+        chosen = cond.subs({}) if not isinstance(cond, sympy.Basic) else cond
+        if chosen is sympy.true:
+            return u._eval_evalf(prec)
+        if chosen is sympy.false:
+            return safe._eval_evalf(prec)
+        return None

@@ -27,7 +27,7 @@ MAX_NAME_LENGTH = 64
 EXPRESSION_NAMES = frozenset(
     """
     exp log sqrt sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh
-    erf erfc Abs abs sign floor ceiling Max Min Piecewise where log1p expm1 sigmoid
+    erf erfc Abs abs sign floor ceiling Heaviside Max Min Piecewise where log1p expm1 sigmoid
     softplus transpose inverse det trace sum mean einsum pi E I True False
     """.split()
 )

@@ -28,8 +28,8 @@ from sympy.codegen.cfunctions import Sqrt, expm1, log1p
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
+from . import functions as fn
 from . import ir
-from .functions import sigmoid, softplus
 
 
 @contextlib.contextmanager
@@ -87,14 +87,20 @@ _FUNCTIONS = {
     Sqrt: "tf.math.sqrt",
     log1p: "tf.math.log1p",
     expm1: "tf.math.expm1",
-    sigmoid: "tf.math.sigmoid",
-    softplus: "tf.math.softplus",
+    fn.sigmoid: "tf.math.sigmoid",
+    fn.softplus: "tf.math.softplus",
 }
 _BINARY = {
     sympy.atan2: "tf.math.atan2",
+    fn.xlogy: "tf.math.xlogy",
+    fn.xdivy: "tf.math.xdivy",
+    fn.Max: "tf.math.maximum",
+    fn.Min: "tf.math.minimum",
     sympy.Max: "tf.math.maximum",
     sympy.Min: "tf.math.minimum",
 }
+# Functions printed as calls of helpers defined in the generated module.
+HELPERS = {fn.logsumexp: "_logsumexp"}
 _COMPARISONS = {
     sympy.StrictLessThan: "<",
     sympy.LessThan: "<=",
@@ -118,6 +124,7 @@ class TFPrinter(TensorflowPrinter):
         super().__init__({"tensorflow_version": "2.21", "strict": True})
         self.dtype = dtype
         self.uses_math = False
+        self.helpers: set[str] = set()
         self._constants = PythonCodePrinter({"standard": "python3"})
 
     # ------------------------------------------------------------------ entry points
@@ -280,6 +287,9 @@ class TFPrinter(TensorflowPrinter):
 
     def _print_Function(self, expr):
         cls = type(expr)
+        if cls in HELPERS:
+            self.helpers.add(HELPERS[cls])
+            return f"{HELPERS[cls]}({self._args(expr.args)})"
         for klass in cls.__mro__:
             if klass in _FUNCTIONS:
                 return f"{_FUNCTIONS[klass]}({self._arg(expr.args[0])})"
@@ -290,13 +300,13 @@ class TFPrinter(TensorflowPrinter):
     _print_Expr = _print_Function
     _print_Application = _print_Function
 
-    def _fold(self, fn: str, args) -> str:
-        if fn != "tf.math.atan2":  # Max/Min: tensors first, numbers last
+    def _fold(self, name: str, args) -> str:
+        if name in ("tf.math.maximum", "tf.math.minimum"):  # tensors first, numbers last
             args = sorted(args, key=lambda a: (a.is_number, sympy.default_sort_key(a)))
         out = self._args(args[:2])
-        out = f"{fn}({out})"
+        out = f"{name}({out})"
         for arg in args[2:]:
-            out = f"{fn}({out}, {self._print(arg)})"
+            out = f"{name}({out}, {self._print(arg)})"
         return out
 
     def _print_Piecewise(self, expr):
@@ -311,6 +321,10 @@ class TFPrinter(TensorflowPrinter):
                 branches = f"{self._args([value])}, {text}"
             text = f"tf.where({self._print(cond)}, {branches})"
         return text
+
+    def _print_Guard(self, expr):
+        u, cond, safe = expr.args
+        return f"tf.where({self._print(cond)}, {self._args([u, safe])})"
 
     # ------------------------------------------------------------------ conditions
 
@@ -338,7 +352,7 @@ class TFPrinter(TensorflowPrinter):
         args = sorted(expr.args, key=sympy.default_sort_key)
         out = self._print(args[0])
         for arg in args[1:]:
-            out = f"{fn}({out}, {self._print(arg)})"
+            out = f"{name}({out}, {self._print(arg)})"
         return out
 
     def _print_Not(self, expr):

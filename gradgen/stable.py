@@ -20,7 +20,7 @@ from typing import Callable
 import sympy
 from sympy import S
 
-from .functions import expm1, log1p, sigmoid, softplus
+from .functions import expm1, log1p, logsumexp, sigmoid, softplus, xlogy
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,15 @@ class Rule:
         identity: the identity it applies, e.g. ``log(1 + exp(u)) = softplus(u)``.
         why: what goes wrong without it.
         apply: returns the rewritten node, or None when the rule does not match.
+        complex_ok: the result is holomorphic and TensorFlow supports it for complex
+            dtypes (softplus, logsumexp and xlogy's zero convention are real-only).
     """
 
     name: str
     identity: str
     why: str
     apply: Callable[[sympy.Basic], sympy.Basic | None]
+    complex_ok: bool = False
 
 
 def _one_plus(expr: sympy.Basic) -> sympy.Basic | None:
@@ -91,6 +94,98 @@ def _sigmoid_mul(expr):
     return None
 
 
+def _exp_terms(expr) -> list | None:
+    """``[u1, ..., un]`` if ``expr`` is ``exp(u1) + ... + exp(un)`` (n >= 2), where a
+    positive constant c counts as exp(log(c)) and c*exp(u) as exp(u + log(c))."""
+    if not isinstance(expr, sympy.Add) or len(expr.args) < 2:
+        return None
+    out = []
+    for term in expr.args:
+        coeff, rest = term.as_coeff_Mul()
+        if rest == 1 and coeff.is_positive:
+            out.append(sympy.log(coeff))
+        elif isinstance(rest, sympy.exp) and coeff.is_positive:
+            out.append(rest.args[0] + sympy.log(coeff))
+        else:
+            return None
+    if sum(1 for u in out if not u.is_number) == 0:
+        return None
+    return out
+
+
+def _logsumexp(expr):
+    # log(exp(a) + exp(b) + ...) = logsumexp(a, b, ...); 1 + exp(u) is softplus's case
+    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+        terms = _exp_terms(expr.args[0])
+        if terms is not None and not (len(terms) == 2 and S.Zero in terms):
+            return logsumexp(*terms)
+    return None
+
+
+def _softmax(expr):
+    # (exp(a) + exp(b) + ...)**-n = exp(-n * logsumexp(a, b, ...))
+    if isinstance(expr, sympy.Pow) and expr.exp.is_negative and expr.exp.is_Rational:
+        terms = _exp_terms(expr.base)
+        if terms is not None and not (len(terms) == 2 and S.Zero in terms):
+            return sympy.exp(expr.exp * logsumexp(*terms))
+    return None
+
+
+def _exp_mul(expr):
+    # exp(a) * exp(b) = exp(a + b): lets exp(a) * exp(-logsumexp(...)) become a softmax
+    if isinstance(expr, sympy.Mul):
+        exps = [f for f in expr.args if isinstance(f, sympy.exp)]
+        if len(exps) >= 2 and any(f.has(logsumexp) for f in exps):
+            rest = [f for f in expr.args if not isinstance(f, sympy.exp)]
+            return sympy.Mul(sympy.exp(sympy.Add(*(f.args[0] for f in exps))), *rest)
+    return None
+
+
+def _log_mul(expr):
+    # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive
+    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+        arg = expr.args[0]
+        if isinstance(arg, sympy.Mul) and all(f.is_positive for f in arg.args):
+            if any(isinstance(f, (sympy.exp, sigmoid)) or _exp_terms(_base(f)) for f in arg.args):
+                return sympy.Add(*(sympy.expand_log(sympy.log(f), force=False) for f in arg.args))
+    return None
+
+
+def _base(f):
+    return f.base if isinstance(f, sympy.Pow) else f
+
+
+def _log_sigmoid(expr):
+    # log(sigmoid(u)) = -softplus(-u)
+    if isinstance(expr, sympy.log) and isinstance(expr.args[0], sigmoid):
+        return -softplus(-expr.args[0].args[0])
+    return None
+
+
+def _sigmoid_complement(expr):
+    # 1 - sigmoid(u) = sigmoid(-u)
+    if isinstance(expr, sympy.Add) and S.One in expr.args:
+        for term in expr.args:
+            if isinstance(-term, sigmoid):
+                return sigmoid(-(-term).args[0]) + (expr - 1 - term)
+    return None
+
+
+def _xlogy(expr):
+    # x * log(y) = xlogy(x, y), which is 0 where x = 0 (0 * log(0) would be NaN)
+    if not isinstance(expr, sympy.Mul):
+        return None
+    logs = [f for f in expr.args if isinstance(f, sympy.log) and len(f.args) == 1]
+    if len(logs) != 1:
+        return None
+    coeff, others = expr.as_coeff_mul()
+    others = [f for f in others if f is not logs[0]]
+    x = sympy.Mul(*others)
+    if not others or x.is_zero is False or x.has(sympy.log):
+        return None
+    return coeff * xlogy(x, logs[0].args[0])
+
+
 def _expm1(expr):
     # exp(u) - 1 = expm1(u)
     if isinstance(expr, sympy.Add) and S.NegativeOne in expr.args:
@@ -108,10 +203,29 @@ RULES: tuple[Rule, ...] = (
         _softplus,
     ),
     Rule(
+        "logsumexp",
+        "log(exp(a) + exp(b) + ...) = logsumexp(a, b, ...)",
+        "the exponentials overflow (or all underflow to 0, giving log(0) = -inf)",
+        _logsumexp,
+    ),
+    Rule(
+        "log_mul",
+        "log(a * b / c) = log(a) + log(b) - log(c) for positive factors",
+        "splits log-softmax and log-sigmoid forms so the rules below apply",
+        _log_mul,
+    ),
+    Rule(
+        "log_sigmoid",
+        "log(sigmoid(u)) = -softplus(-u)",
+        "sigmoid(u) underflows to 0 for u < -88 in float32, and log(0) = -inf",
+        _log_sigmoid,
+    ),
+    Rule(
         "log1p",
         "log(1 + u) = log1p(u)",
         "1 + u rounds to 1 for tiny u, losing all digits of u",
         _log1p,
+        complex_ok=True,
     ),
     Rule(
         "sigmoid_pow",
@@ -119,20 +233,48 @@ RULES: tuple[Rule, ...] = (
         "exp(w) overflows for large w, giving 1/inf = 0 where the value is not 0, "
         "or inf/inf = NaN in a product",
         _sigmoid_pow,
+        complex_ok=True,
     ),
     Rule(
         "sigmoid_mul",
         "exp(u) * sigmoid(-u) = exp(u) / (1 + exp(u)) = sigmoid(u)",
         "exp(u) / (1 + exp(u)) is inf/inf = NaN for large u",
         _sigmoid_mul,
+        complex_ok=True,
+    ),
+    Rule(
+        "sigmoid_complement",
+        "1 - sigmoid(u) = sigmoid(-u)",
+        "1 - sigmoid(u) cancels to 0 for u > 17 in float32",
+        _sigmoid_complement,
+    ),
+    Rule(
+        "softmax",
+        "(exp(a) + exp(b) + ...)**-n = exp(-n * logsumexp(a, b, ...))",
+        "exp(a) / (exp(a) + exp(b)) is inf/inf = NaN when the exponentials overflow",
+        _softmax,
+    ),
+    Rule(
+        "exp_mul",
+        "exp(a) * exp(b) = exp(a + b) (next to a logsumexp)",
+        "exp(a) overflows where exp(a - logsumexp(...)) does not",
+        _exp_mul,
+    ),
+    Rule(
+        "xlogy",
+        "x * log(y) = xlogy(x, y), which is 0 where x = 0",
+        "0 * log(0) = 0 * -inf = NaN (entropy terms, powers with base 0)",
+        _xlogy,
     ),
     Rule(
         "expm1",
         "exp(u) - 1 = expm1(u)",
         "exp(u) - 1 cancels catastrophically for small u",
         _expm1,
+        complex_ok=True,
     ),
 )
+COMPLEX_RULES = tuple(rule for rule in RULES if rule.complex_ok)
 
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
 MAX_PASSES = 8

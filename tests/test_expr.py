@@ -10,6 +10,7 @@ import yaml
 
 from gradgen.errors import SpecError
 from gradgen.expr import parse_op
+from gradgen import functions as fn
 from gradgen.functions import sigmoid, softplus
 from gradgen.spec import parse_spec
 
@@ -44,7 +45,7 @@ X, Y = sympy.Symbol("x", real=True), sympy.Symbol("y", real=True)
         ("exp(x) + log(y) + sqrt(x)", sympy.exp(X) + sympy.log(Y) + sympy.sqrt(X)),
         ("sigmoid(x) * softplus(y)", sigmoid(X) * softplus(Y)),
         ("abs(x) + Abs(y)", sympy.Abs(X) + sympy.Abs(Y)),
-        ("Max(x, y, 0)", sympy.Max(X, Y, 0)),
+        ("Max(x, y, 0)", fn.Max(X, Y, 0)),
         ("atan2(y, x)", sympy.atan2(Y, X)),
         ("where(x > 0, x, y)", sympy.Piecewise((X, X > 0), (Y, True))),
         ("Piecewise((x, x < 1), (y, True))", sympy.Piecewise((X, X < 1), (Y, True))),
@@ -181,9 +182,10 @@ def test_error_positions_point_into_the_expression():
     assert (d.location.line, d.location.col) == (6, 22)  # the 'f' of foo
     assert d.format() == (
         "s.yaml:6:22: error: op 'f', field 'output': unknown function 'foo'; did you "
-        "mean 'floor'? (allowed: Abs, Max, Min, Piecewise, abs, acos, acosh, asin, asinh, "
-        "atan, atan2, atanh, ceiling, cos, cosh, erf, erfc, exp, expm1, floor, log, "
-        "log1p, sigmoid, sign, sin, sinh, softplus, sqrt, tan, tanh, transpose, where)"
+        "mean 'floor'? (allowed: Abs, Heaviside, Max, Min, Piecewise, abs, acos, acosh, "
+        "asin, asinh, atan, atan2, atanh, ceiling, cos, cosh, erf, erfc, exp, expm1, "
+        "floor, log, log1p, sigmoid, sign, sin, sinh, softplus, sqrt, tan, tanh, "
+        "transpose, where)"
     )
 
 

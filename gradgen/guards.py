@@ -1,0 +1,294 @@
+"""Guards for points where a formula is 0/0, inf * 0 or outside its domain.
+
+Consumes: real elementwise SymPy expressions that are ready to print (a forward value
+or a partial derivative after :mod:`gradgen.stable`). Guarantees, for each function:
+
+* :func:`zero_subgradients` (partials only): a factor ``s**(-1/2)`` (from the
+  derivative of ``sqrt(s)``), and a factor ``s**(-n)`` where ``s >= 0`` is a compound
+  expression that can be 0 (a squared norm, e.g. in the derivatives of ``sqrt(x**2 +
+  y**2)`` and ``atan2(y, x)``), is replaced by 0 where ``s = 0``: the subgradient 0 of
+  norms at the origin. Elsewhere the value is unchanged.
+* :func:`removable_singularities`: where a value has a pole factor ``v**(-n)`` in a real
+  input ``v`` but a finite limit as ``v -> 0`` (``sin(x)/x``, ``expm1(x)/x`` and their
+  derivatives), the limit (computed by SymPy) is used at ``v = 0``.
+* :func:`kinks_to_piecewise`: ``Heaviside`` becomes a Piecewise (printable).
+* :func:`guard_branches`: the "double where". ``tf.where`` evaluates both branches,
+  and a NaN or inf in the branch that is not selected poisons the gradient (its
+  cotangent is 0, and 0 * inf = NaN). Each Piecewise branch is evaluated at inputs
+  replaced, where the branch is not selected, by a safe value inside its condition
+  (``x > 0`` -> ``where(x > 0, x, 1)``), so both branches, and their derivatives, are
+  finite wherever the selected one is. This is applied to forward and backward
+  expressions, so first- and second-order gradients stay finite.
+
+Every transformation returns an expression equal to its input wherever the input is
+finite, plus the names of what it did (for the op's docstring).
+"""
+
+from __future__ import annotations
+
+import sympy
+from sympy import S
+
+from .functions import (
+    Guard,
+    Heaviside,
+    expm1,
+    log1p,
+    logsumexp,
+    sigmoid,
+    softplus,
+    xdivy,
+    xlogy,
+)
+
+LIMIT_MAX_OPS = 30
+_RELATIONS = (
+    sympy.StrictGreaterThan,
+    sympy.GreaterThan,
+    sympy.StrictLessThan,
+    sympy.LessThan,
+    sympy.Eq,
+    sympy.Ne,
+)
+
+
+def _bottom_up(expr, fn):
+    memo: dict = {}
+
+    def walk(e):
+        if e in memo:
+            return memo[e]
+        out = e
+        if e.args and not e.is_Atom:
+            args = tuple(walk(a) for a in e.args)
+            if args != e.args:
+                out = e.func(*args)
+        new = fn(out)
+        memo[e] = out if new is None else new
+        return memo[e]
+
+    return walk(expr)
+
+
+# ------------------------------------------------------------------ subgradient 0
+
+
+def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Use 0 where a partial has a ``sqrt``-type or squared-norm singular factor at 0."""
+    used = set()
+
+    def fix(e):
+        if not isinstance(e, sympy.Pow) or not (e.exp.is_Rational and e.exp.is_negative):
+            return None
+        s = e.base
+        if s.is_positive or s.is_number:
+            return None
+        if e.exp == -S.Half:
+            used.add("sqrt_zero")
+        elif s.is_nonnegative and not s.is_Atom:
+            used.add("norm_zero")
+        else:
+            return None
+        return sympy.Piecewise((e, sympy.Ne(s, 0)), (0, True))
+
+    out = _bottom_up(expr, fix)
+    return out, tuple(sorted(used))
+
+
+# ------------------------------------------------------- removable singularities
+
+
+def _standard(expr):
+    """``expr`` with gradgen's functions written in SymPy's (for ``limit``)."""
+    mapping = {}
+    for f in expr.atoms(sigmoid, softplus, logsumexp, expm1, log1p):
+        mapping[f] = f.rewrite(sympy.exp) if not isinstance(f, log1p) else sympy.log(
+            1 + f.args[0]
+        )
+    for f in expr.atoms(xlogy):
+        mapping[f] = f.args[0] * sympy.log(f.args[1])
+    for f in expr.atoms(xdivy):
+        mapping[f] = f.args[0] / f.args[1]
+    return expr.xreplace(mapping)
+
+
+def _poles(expr) -> list[sympy.Symbol]:
+    """Real symbols v with a factor v**(-n) somewhere in ``expr``."""
+    found = {
+        p.base
+        for p in expr.atoms(sympy.Pow)
+        if p.base.is_Symbol and p.base.is_real and p.exp.is_negative
+    }
+    return sorted(found, key=sympy.default_sort_key)
+
+
+def _limit(expr, v):
+    if sympy.count_ops(expr) > LIMIT_MAX_OPS:
+        return None
+    try:
+        value = sympy.limit(_standard(expr), v, 0, "+-")
+    except (ValueError, NotImplementedError, TypeError, ZeroDivisionError):
+        return None
+    if value.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan, sympy.Limit, v):
+        return None
+    if value.is_real is False or value.has(sympy.AccumBounds):
+        return None
+    return value
+
+
+def removable_singularities(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Use the limit at ``v = 0`` where ``expr`` (or a sum term or factor of it) has a
+    pole in a real input ``v`` but a finite limit there."""
+    used = set()
+
+    def visit(e):
+        if isinstance(e, sympy.Piecewise) or not e.args:
+            return e
+        for v in _poles(e):
+            limit = _limit(e, v)
+            if limit is not None:
+                used.add("removable_singularity")
+                return sympy.Piecewise((e, sympy.Ne(v, 0)), (limit, True))
+        if isinstance(e, (sympy.Add, sympy.Mul)):
+            return e.func(*(visit(a) for a in e.args))
+        return e
+
+    out = visit(expr)
+    return out, tuple(sorted(used))
+
+
+# ------------------------------------------------------------------ kinks
+
+
+def kinks_to_piecewise(expr):
+    """``Heaviside(u)`` -> ``Piecewise((1, u > 0), (0, u < 0), (1/2, True))``."""
+    mapping = {h: h.as_piecewise() for h in expr.atoms(Heaviside)}
+    return expr.xreplace(mapping) if mapping else expr
+
+
+# ------------------------------------------------------------------ double where
+
+
+def _bound(rel):
+    """(u, kind, value): ``u > value`` is ("lower", value), ``u == value`` ("point"...)."""
+    lhs, rhs = rel.lhs, rel.rhs
+    if lhs.is_number and not rhs.is_number:
+        rel = rel.reversed
+        lhs, rhs = rel.lhs, rel.rhs
+    if lhs.is_number:
+        return None
+    if not rhs.is_number and not lhs.is_Symbol:
+        if rhs.is_Symbol:
+            rel = rel.reversed
+            lhs, rhs = rel.lhs, rel.rhs
+        else:
+            return None
+    if isinstance(rel, (sympy.StrictGreaterThan, sympy.GreaterThan)):
+        return lhs, "lower", rhs
+    if isinstance(rel, (sympy.StrictLessThan, sympy.LessThan)):
+        return lhs, "upper", rhs
+    if isinstance(rel, sympy.Eq):
+        return lhs, "point", rhs
+    if isinstance(rel, sympy.Ne):
+        return lhs, "not", rhs
+    return None
+
+
+def _relations(cond) -> list | None:
+    if isinstance(cond, _RELATIONS):
+        return [cond]
+    if isinstance(cond, sympy.And):
+        out = []
+        for arg in cond.args:
+            sub = _relations(arg)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    return None
+
+
+def _safe_values(cond) -> dict:
+    """{u: a value of u that satisfies ``cond`` (away from its boundary)}."""
+    relations = _relations(cond)
+    if not relations:
+        return {}
+    bounds: dict = {}
+    for rel in relations:
+        b = _bound(rel)
+        if b is None:
+            return {}
+        u, kind, value = b
+        bounds.setdefault(u, []).append((kind, value))
+    out = {}
+    for u, items in bounds.items():
+        kinds = {k for k, _ in items}
+        lows = [v for k, v in items if k == "lower"]
+        highs = [v for k, v in items if k == "upper"]
+        points = [v for k, v in items if k == "point"]
+        nots = [v for k, v in items if k == "not"]
+        if points:
+            out[u] = points[0]
+        elif lows and highs:
+            if len(lows) > 1 or len(highs) > 1:
+                continue
+            out[u] = (lows[0] + highs[0]) / 2
+        elif lows:
+            out[u] = lows[0] + 1 if len(lows) == 1 else None
+        elif highs:
+            out[u] = highs[0] - 1 if len(highs) == 1 else None
+        elif kinds == {"not"}:
+            out[u] = nots[0] + 1 if len(nots) == 1 else None
+        if out.get(u) is None:
+            out.pop(u, None)
+    return out
+
+
+def _needs_guard(value, u) -> bool:
+    """True unless ``value`` is at most linear in ``u`` (then it is finite with u)."""
+    if not value.has(u):
+        return False
+    try:
+        poly = sympy.Poly(value, u)
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
+        return True
+    return poly.degree() > 1 or any(c.has(u) for c in poly.coeffs())
+
+
+def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Evaluate each Piecewise branch at safe inputs where it is not selected."""
+    used = set()
+
+    def fix(e):
+        if not isinstance(e, sympy.Piecewise):
+            return None
+        pairs = list(e.args)
+        new_pairs, earlier = [], []
+        changed = False
+        for value, cond in pairs:
+            effective = sympy.And(*([cond] if cond is not sympy.true else []),
+                                  *(sympy.Not(c) for c in earlier))
+            earlier.append(cond)
+            safe = _safe_values(effective) if effective is not sympy.true else {}
+            mapping = {
+                u: Guard(u, effective, v) for u, v in safe.items() if _needs_guard(value, u)
+            }
+            if mapping:
+                value = value.xreplace(mapping)
+                changed = True
+            new_pairs.append((value, cond))
+        if not changed:
+            return None
+        used.add("double_where")
+        return sympy.Piecewise(*new_pairs, evaluate=False)
+
+    out = _bottom_up(expr, fix)
+    return out, tuple(sorted(used))
+
+
+GUARDS = {
+    "sqrt_zero": "d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)",
+    "norm_zero": "1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)",
+    "removable_singularity": "the limit at v = 0 where a value has a removable pole",
+    "double_where": "Piecewise branches evaluated at safe inputs where not selected",
+}
