@@ -262,7 +262,11 @@ class _Deriver:
                 value, comments = self._accumulate(contributions, v.symbol, v.shape)
             else:
                 value = ir.Call("zeros_like", (v.symbol,))
-                comments = (f"{v.name} does not affect any output",)
+                appears = any(v.name == doc.wrt for doc in partial_docs)
+                comments = (
+                    f"every partial derivative with respect to {v.name} is 0"
+                    if appears else f"{v.name} does not affect any output",
+                )
             state.backward.append((target, value, comments))
 
         forward, backward = self._cse(forward_values, state.backward, where_exprs, out_locals)
@@ -368,12 +372,11 @@ class _Deriver:
         guards where the formula is 0/0, inf * 0 or outside its domain (real ops)."""
         if self.p.is_complex:
             return expr
-        steps = [guards.removable_singularities]
         if partial:
-            steps.insert(0, guards.zero_subgradients)
-        for step in steps:
-            expr, used = step(expr)
+            expr, used = guards.zero_subgradients(expr)
             self.rules_used.update(used)
+        expr, used = guards.removable_singularities(expr, self.p.dtype)
+        self.rules_used.update(used)
         expr, used = guards.guard_branches(guards.kinks_to_piecewise(expr))
         self.rules_used.update(used)
         return expr
@@ -595,7 +598,12 @@ class _Deriver:
             mapping[term.expr] = sympy.Symbol(name)
             mapping[self._rewritten(term.expr)] = sympy.Symbol(name)
         shown = self._display(expr.xreplace(self._inverse_rename()).xreplace(mapping))
-        return _shorten(sympy.sstr(shown))
+        indicators = {
+            p: sympy.Symbol(f"[{sympy.sstr(p.args[0].cond)}]")
+            for p in shown.atoms(sympy.Piecewise)
+            if len(p.args) == 2 and p.args[0].expr == 1 and p.args[1].expr == 0
+        }
+        return _shorten(sympy.sstr(shown.xreplace(indicators)))
 
     def _rewritten(self, expr):
         return stable.rewrite(expr)[0]

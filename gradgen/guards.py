@@ -73,25 +73,55 @@ def _bottom_up(expr, fn):
 # ------------------------------------------------------------------ subgradient 0
 
 
+def _nonzero_under(cond) -> set:
+    """Expressions that ``cond`` proves nonzero (``u > 0``, ``u < -1``, ``u != 0``...)."""
+    out = set()
+    for rel in _relations(cond) or []:
+        b = _bound(rel)
+        if b is None or not b[2].is_number:
+            continue
+        u, kind, value = b
+        strict = isinstance(rel, (sympy.StrictGreaterThan, sympy.StrictLessThan))
+        if (
+            (kind == "lower" and (value > 0 or (value == 0 and strict)))
+            or (kind == "upper" and (value < 0 or (value == 0 and strict)))
+            or (kind == "not" and value == 0)
+            or (kind == "point" and value != 0)
+        ):
+            out.add(u)
+    return out
+
+
 def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """Use 0 where a partial has a ``sqrt``-type or squared-norm singular factor at 0."""
+    """Use 0 where a partial has a ``sqrt``-type or squared-norm singular factor at 0.
+
+    A factor inside a Piecewise branch whose condition already excludes 0 (``x > 0``)
+    is left alone.
+    """
     used = set()
 
-    def fix(e):
+    def fix(e, known):
+        if isinstance(e, sympy.Piecewise):
+            pairs = [(fix(v, known | _nonzero_under(c)), c) for v, c in e.args]
+            return sympy.Piecewise(*pairs)
+        if e.args and not e.is_Atom:
+            args = tuple(fix(a, known) for a in e.args)
+            if args != e.args:
+                e = e.func(*args)
         if not isinstance(e, sympy.Pow) or not (e.exp.is_Rational and e.exp.is_negative):
-            return None
+            return e
         s = e.base
-        if s.is_positive or s.is_number:
-            return None
+        if s.is_positive or s.is_number or s in known:
+            return e
         if e.exp == -S.Half:
             used.add("sqrt_zero")
         elif s.is_nonnegative and not s.is_Atom:
             used.add("norm_zero")
         else:
-            return None
+            return e
         return sympy.Piecewise((e, sympy.Ne(s, 0)), (0, True))
 
-    out = _bottom_up(expr, fix)
+    out = fix(expr, frozenset())
     return out, tuple(sorted(used))
 
 
@@ -136,19 +166,64 @@ def _limit(expr, v):
     return value
 
 
-def removable_singularities(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """Use the limit at ``v = 0`` where ``expr`` (or a sum term or factor of it) has a
-    pole in a real input ``v`` but a finite limit there."""
+# Unit roundoff of each dtype, for the threshold of the Taylor branch.
+EPSILON = {
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float32": 2.0**-23,
+    "float64": 2.0**-52,
+}
+TAYLOR_DEGREE = 10
+
+
+def _pole_order(expr, v) -> int:
+    orders = [
+        -p.exp for p in expr.atoms(sympy.Pow) if p.base == v and p.exp.is_negative
+    ]
+    return int(sympy.ceiling(max(orders))) if orders else 0
+
+
+def _taylor(expr, v):
+    """Taylor polynomial of degree :data:`TAYLOR_DEGREE` at v = 0 in Horner form, or None."""
+    try:
+        series = sympy.series(_standard(expr), v, 0, TAYLOR_DEGREE + 1).removeO()
+        poly = sympy.Poly(series, v)
+    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError):
+        return None
+    if any(c.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Order) for c in poly.coeffs()):
+        return None
+    return sympy.horner(poly.as_expr(), wrt=v)
+
+
+def removable_singularities(expr, dtype: str = "float64") -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Use a Taylor polynomial near ``v = 0`` where ``expr`` (or a sum term or factor of
+    it) has a pole in a real input ``v`` but a finite limit there.
+
+    Near a removable singularity the formula is 0/0 at ``v = 0`` and cancels
+    catastrophically close to it (``(x*cos(x) - sin(x))/x**2`` at x = 1e-20 is 0 in any
+    precision, not -x/3). For ``|v| <= h`` the degree-10 Taylor polynomial is used
+    instead; ``h = eps**(1/(11 + k))`` for a pole of order ``k`` balances the
+    polynomial's truncation error against the formula's cancellation error (both about
+    ``eps**(11/(11 + k))`` relative, ``eps`` the dtype's unit roundoff). The formula is
+    evaluated at ``v`` replaced by ``h`` inside the polynomial's range (double where).
+    """
     used = set()
+    eps = EPSILON[dtype]
 
     def visit(e):
         if isinstance(e, sympy.Piecewise) or not e.args:
             return e
         for v in _poles(e):
-            limit = _limit(e, v)
-            if limit is not None:
-                used.add("removable_singularity")
-                return sympy.Piecewise((e, sympy.Ne(v, 0)), (limit, True))
+            if _limit(e, v) is None:
+                continue
+            polynomial = _taylor(e, v)
+            if polynomial is None:
+                continue
+            used.add("removable_singularity")
+            h = sympy.Float(f"{eps ** (1.0 / (TAYLOR_DEGREE + 1 + _pole_order(e, v))):.2g}")
+            outside = sympy.Abs(v) > h
+            formula = e.xreplace({v: Guard(v, outside, h)})
+            return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
         if isinstance(e, (sympy.Add, sympy.Mul)):
             return e.func(*(visit(a) for a in e.args))
         return e
@@ -245,7 +320,9 @@ def _safe_values(cond) -> dict:
 
 
 def _needs_guard(value, u) -> bool:
-    """True unless ``value`` is at most linear in ``u`` (then it is finite with u)."""
+    """True unless ``value`` is at most linear in ``u`` (then it is finite with u), or
+    already guarded (``u`` appears only inside a :class:`Guard`)."""
+    value = value.xreplace({g: g.args[0] for g in value.atoms(Guard)})
     if not value.has(u):
         return False
     try:
@@ -289,6 +366,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
 GUARDS = {
     "sqrt_zero": "d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)",
     "norm_zero": "1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)",
-    "removable_singularity": "the limit at v = 0 where a value has a removable pole",
+    "removable_singularity": "a Taylor polynomial near v = 0 where a formula has a "
+    "removable 0/0 there",
     "double_where": "Piecewise branches evaluated at safe inputs where not selected",
 }

@@ -156,7 +156,7 @@ class TFPrinter(TensorflowPrinter):
             p, q = int(expr.p), int(expr.q)
             if q & (q - 1) == 0:  # exact in binary
                 return repr(p / q)
-            return f"({p}.0 / {q}.0)"
+            return f"-({-p}.0 / {q}.0)" if p < 0 else f"({p}.0 / {q}.0)"
         if expr.is_Float:
             return repr(float(expr))
         if expr.is_real is False or value.imag != 0:
@@ -313,6 +313,11 @@ class TFPrinter(TensorflowPrinter):
         *pairs, (last, cond) = expr.args
         if cond is not sympy.true or not pairs:
             raise PrintError("Piecewise", "a Piecewise without a final True branch")
+        if len(pairs) == 1 and last == 0 and pairs[0][0].is_number:
+            # an indicator: a * [c]
+            value, c = pairs[0]
+            cast = f"tf.cast({self._print(c)}, tf.{self.dtype})"
+            return cast if value == 1 else f"{self._number(value)} * {cast}"
         text = None
         for value, cond in reversed(pairs):
             if text is None:
@@ -348,7 +353,7 @@ class TFPrinter(TensorflowPrinter):
     _print_Or = _print_And
 
     def _logical(self, expr):
-        fn = _LOGICAL[type(expr)]
+        name = _LOGICAL[type(expr)]
         args = sorted(expr.args, key=sympy.default_sort_key)
         out = self._print(args[0])
         for arg in args[1:]:

@@ -20,7 +20,7 @@ from typing import Callable
 import sympy
 from sympy import S
 
-from .functions import expm1, log1p, logsumexp, sigmoid, softplus, xlogy
+from .functions import expm1, log1p, logsumexp, sigmoid, softmax_weight, softplus, xlogy
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,51 @@ def _exp_mul(expr):
     return None
 
 
+def _split_logsumexp(total):
+    """For ``total = r - logsumexp(us)``: (r - ui, ui, others) for the ui that leaves the
+    simplest remainder, or None."""
+    terms = sympy.Add.make_args(total)
+    lses = [t for t in terms if isinstance(-t, logsumexp)]
+    if len(lses) != 1:
+        return None
+    us = list((-lses[0]).args)
+    r = total - lses[0]
+
+    def weight(e):
+        return 0 if e == 0 else sympy.count_ops(e) + 1
+
+    best = None
+    for i, u in enumerate(us):
+        rest = r - u
+        key = (weight(rest), sympy.default_sort_key(rest))
+        if best is None or key < best[0]:
+            best = (key, rest, u, us[:i] + us[i + 1:])
+    _, rest, u, others = best
+    if weight(rest) >= weight(r):
+        return None  # no term of the logsumexp appears in r
+    return rest, u, others
+
+
+def _softmax_exp(expr):
+    # exp(ui - logsumexp(u)) = 1 / (1 + sum(exp(uj - ui))): no large-magnitude subtraction
+    if isinstance(expr, sympy.exp):
+        split = _split_logsumexp(expr.args[0])
+        if split is not None:
+            rest, u, others = split
+            return sympy.exp(rest) * softmax_weight(u, others)
+    return None
+
+
+def _log_softmax(expr):
+    # ui - logsumexp(u) = -logsumexp(0, uj - ui for j != i)  (= -softplus(uj - ui) for two)
+    if isinstance(expr, sympy.Add):
+        split = _split_logsumexp(expr)
+        if split is not None:
+            rest, u, others = split
+            return rest - logsumexp(S.Zero, *(o - u for o in others))
+    return None
+
+
 def _log_mul(expr):
     # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive
     if isinstance(expr, sympy.log) and len(expr.args) == 1:
@@ -184,6 +229,21 @@ def _xlogy(expr):
     if not others or x.is_zero is False or x.has(sympy.log):
         return None
     return coeff * xlogy(x, logs[0].args[0])
+
+
+def _power_product(expr):
+    # x**y / x = x**(y - 1): finite at x = 0 (where x**y * y / x is 0/0 = NaN)
+    if not isinstance(expr, sympy.Mul):
+        return None
+    powers: dict = {}
+    for f in expr.args:
+        base, exponent = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, S.One)
+        powers.setdefault(base, []).append(exponent)
+    for base, exponents in powers.items():
+        if len(exponents) > 1 and any(not e.is_number for e in exponents) and not base.is_number:
+            rest = [f for f in expr.args if (f.base if isinstance(f, sympy.Pow) else f) != base]
+            return sympy.Mul(sympy.Pow(base, sympy.Add(*exponents)), *rest)
+    return None
 
 
 def _expm1(expr):
@@ -259,6 +319,25 @@ RULES: tuple[Rule, ...] = (
         "exp(a) * exp(b) = exp(a + b) (next to a logsumexp)",
         "exp(a) overflows where exp(a - logsumexp(...)) does not",
         _exp_mul,
+    ),
+    Rule(
+        "softmax_weight",
+        "exp(ui - logsumexp(u)) = 1 / (1 + sum(exp(uj - ui))) (sigmoid(ui - uj) for two)",
+        "ui - logsumexp(u) loses digits when the terms are large (5e-4 at 1e4 in float32)",
+        _softmax_exp,
+    ),
+    Rule(
+        "log_softmax",
+        "ui - logsumexp(u) = -logsumexp(0, uj - ui for j != i) (-softplus(uj - ui) for two)",
+        "the subtraction loses digits when the terms are large",
+        _log_softmax,
+    ),
+    Rule(
+        "power_product",
+        "x**a * x**b = x**(a + b) for a symbolic exponent (x**y / x = x**(y - 1))",
+        "the derivative of x**y, written x**y * y / x, is 0/0 = NaN at x = 0",
+        _power_product,
+        complex_ok=True,
     ),
     Rule(
         "xlogy",

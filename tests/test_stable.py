@@ -25,7 +25,10 @@ EXAMPLES = {
     "sigmoid_complement": (1 - sigmoid(x) + y, sigmoid(-x) + y),
     "softmax": (1 / (exp(x) + exp(y)), exp(-logsumexp(x, y))),
     "exp_mul": (exp(x) * exp(-logsumexp(x, y)), exp(x - logsumexp(x, y))),
+    "softmax_weight": (exp(x - logsumexp(x, y)), sigmoid(x - y)),
+    "log_softmax": (x - logsumexp(x, y), -softplus(y - x)),
     "xlogy": (2 * x * log(y), 2 * xlogy(x, y)),
+    "power_product": (x**y * y / x, y * x ** (y - 1)),
     "expm1": (exp(x) - 1 + y, expm1(x) + y),
 }
 
@@ -56,20 +59,22 @@ def test_rules_compose_to_a_fixpoint():
 
 def test_log_softmax_and_log_sigmoid_compose():
     rewritten, _ = stable.rewrite(log(exp(x) / (exp(x) + exp(y))))
-    assert rewritten == x - logsumexp(x, y)
+    assert rewritten == -softplus(y - x)
+    rewritten, _ = stable.rewrite(exp(x) / (exp(x) + exp(y)))
+    assert rewritten == sigmoid(x - y)
     rewritten, _ = stable.rewrite(log(1 - 1 / (1 + exp(-x))))
     assert rewritten == -softplus(x)
 
 
 def test_complex_rules_are_holomorphic_and_supported():
     names = {r.name for r in stable.COMPLEX_RULES}
-    assert names == {"log1p", "sigmoid_pow", "sigmoid_mul", "expm1"}
+    assert names == {"log1p", "sigmoid_pow", "sigmoid_mul", "expm1", "power_product"}
 
 
 def test_stable_functions_differentiate_to_stable_functions():
     assert sympy.diff(softplus(x), x) == sigmoid(x)
     assert sympy.diff(sigmoid(x), x) == sigmoid(x) * sigmoid(-x)
-    assert sympy.diff(logsumexp(x, y), x) == exp(x - logsumexp(x, y))
+    assert sympy.diff(logsumexp(x, y), x) == sigmoid(x - y)
     assert sympy.diff(xlogy(x, y), x) == log(y)
     with mpmath.workdps(50):
         assert abs(softplus(sympy.Float(100, 50)).evalf(50) - 100) < 1e-40

@@ -1,0 +1,145 @@
+"""Kinks, steps and ties: TF-matching gradients away from kinks, documented values at them,
+and the specific cases of the stability issue's checklist."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import GENERATED, import_source
+
+
+@pytest.fixture(scope="module")
+def kinks(tf):
+    return import_source("generated_kinks", GENERATED / "kinks.py")
+
+
+@pytest.fixture(scope="module")
+def stab(tf):
+    return import_source("generated_stability", GENERATED / "stability.py")
+
+
+def grads(tf, fn, *values, dtype="float32"):
+    args = [tf.constant(v, dtype=dtype) for v in values]
+    with tf.GradientTape() as tape:
+        for a in args:
+            tape.watch(a)
+        out = fn(*args)
+    return [None if g is None else g.numpy() for g in tape.gradient(out, args)]
+
+
+PLAIN = {
+    "abs_diff": lambda tf: lambda x, y: tf.abs(x - y),
+    "signed_square": lambda tf: lambda x: tf.sign(x) * x**2,
+    "floor_mix": lambda tf: lambda x, y: tf.floor(x) * y + x,
+    "ceiling_mix": lambda tf: lambda x, y: tf.math.ceil(x) * y - x,
+    "maximum": lambda tf: lambda x, y: tf.maximum(x, y),
+    "minimum3": lambda tf: lambda x, y, z: tf.minimum(tf.minimum(x, y), z),
+    "clip01": lambda tf: lambda x: tf.minimum(tf.maximum(x, 0.0), 1.0),
+    "step_gate": lambda tf: lambda x, y: tf.cast(x > 0, x.dtype) * y,
+    "relu": lambda tf: lambda x: tf.nn.relu(x),
+    "huber": lambda tf: lambda r: tf.where(tf.abs(r) <= 1, r**2 / 2, tf.abs(r) - 0.5),
+}
+ARITY = {"abs_diff": 2, "signed_square": 1, "floor_mix": 2, "ceiling_mix": 2, "maximum": 2,
+         "minimum3": 3, "clip01": 1, "step_gate": 2, "relu": 1, "huber": 1}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_away_from_kinks_matches_tf(tf, kinks, name):
+    rng = np.random.default_rng(0)
+    # random points, nudged off integers, ties and the kink points 0, 1, -1
+    values = [rng.uniform(-3, 3, 50).astype(np.float32) + 0.0123 * (i + 1)
+              for i in range(ARITY[name])]
+    got = grads(tf, getattr(kinks, name), *values)
+    want = grads(tf, PLAIN[name](tf), *values)
+    for g, w in zip(got, want):
+        w = np.zeros_like(g) if w is None else w
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "name, point, expected",
+    [
+        ("abs_diff", (1.5, 1.5), (0.0, 0.0)),  # sign(0) = 0, as TF
+        ("signed_square", (0.0,), (0.0,)),
+        ("floor_mix", (2.0, 5.0), (1.0, 2.0)),  # floor' = 0 at the jump too
+        ("ceiling_mix", (2.0, 5.0), (-1.0, 2.0)),
+        ("maximum", (0.7, 0.7), (0.5, 0.5)),  # a tie: equal split, weights sum to 1
+        ("maximum", (0.8, 0.7), (1.0, 0.0)),
+        ("minimum3", (0.2, 0.2, 0.2), (1 / 3, 1 / 3, 1 / 3)),
+        ("minimum3", (0.2, 0.2, 0.9), (0.5, 0.5, 0.0)),
+        ("clip01", (0.0,), (0.5,)),
+        ("clip01", (1.0,), (0.5,)),
+        ("clip01", (0.5,), (1.0,)),
+        ("step_gate", (0.0, 3.0), (0.0, 0.5)),  # Heaviside(0) = 1/2, derivative 0
+        ("step_gate", (-1.0, 3.0), (0.0, 0.0)),
+        ("relu", (0.0,), (0.0,)),  # the Piecewise picks its branch at the boundary
+        ("huber", (1.0,), (1.0,)),
+        ("huber", (-2.0,), (-1.0,)),
+    ],
+)
+def test_documented_values_at_kinks(tf, kinks, name, point, expected):
+    got = grads(tf, getattr(kinks, name), *[[v] for v in point])
+    np.testing.assert_allclose([g[0] for g in got], expected, rtol=1e-6)
+
+
+def test_no_unprintable_functions_in_generated_code():
+    for name in ("kinks.py", "stability.py", "seeds.py"):
+        text = (GENERATED / name).read_text()
+        code = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+        body = code.split('"""')  # docstrings are text; look at code only
+        code_only = "".join(body[::2])
+        for pattern in (r"Heaviside", r"DiracDelta", r"Derivative", r"\bre\(", r"\bim\(",
+                        r"tf\.gradients"):
+            assert not re.search(pattern, code_only), (name, pattern)
+
+
+# -------------------------------------------- the stability issue's checklist, by value
+
+
+def test_softplus_float16_saturates_to_exactly_one(tf, build):
+    module = build(
+        "version: 1\nmodule: sp16\ndtype: float16\nops:\n  - name: soft\n"
+        "    inputs: {x: [null]}\n    output: log(1 + exp(x))\n"
+    )
+    (g,) = grads(tf, module.soft, [12.0, 20.0], dtype="float16")
+    assert g.dtype == np.float16
+    np.testing.assert_array_equal(g, np.array([1.0, 1.0], np.float16))
+
+
+def test_swish_is_finite_at_plus_minus_100(tf, stab):
+    (g,) = grads(tf, stab.swish, [-100.0, 100.0])
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(g, [0.0, 1.0], atol=1e-30)
+    (naive,) = grads(tf, lambda x: x / (1 + tf.exp(-x)), [-100.0, 100.0])
+    assert not np.all(np.isfinite(naive))  # what TF autodiff gives
+
+
+def test_norm_at_origin_and_at_3_4(tf, stab):
+    gx, gy = grads(tf, stab.norm, [0.0, 3.0], [0.0, 4.0])
+    np.testing.assert_allclose(gx, [0.0, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(gy, [0.0, 0.8], rtol=1e-6)
+
+
+def test_sqrt_piecewise_first_and_second_order(tf, stab):
+    x = tf.constant([-1.0, 0.0, 4.0])
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = stab.sqrt_relu(x)
+        g = inner.gradient(y, x)
+    h = outer.gradient(g, x)
+    np.testing.assert_allclose(g.numpy(), [0.0, 0.0, 0.25])
+    assert np.all(np.isfinite(h.numpy()))
+    np.testing.assert_allclose(h.numpy(), [0.0, 0.0, -1 / 32])
+
+
+def test_piecewise_with_integer_constants_gives_a_float_gradient(tf, kinks):
+    x = tf.constant([-1.0, 2.0])
+    (g,) = grads(tf, kinks.relu, [-1.0, 2.0])
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, [0.0, 1.0])
+    assert kinks.relu(x).dtype == tf.float32

@@ -1,0 +1,150 @@
+"""The stability suite: gradients at extreme points against a 50-digit reference, in
+float16, bfloat16, float32 and float64 (see tests/stability.py for the cases)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import GENERATED, import_source
+from stability import (
+    DTYPES,
+    LARGEST,
+    RTOL,
+    SMALLEST_NORMAL,
+    SPEC,
+    families,
+    raw_expressions,
+    reference_gradient,
+    rounded,
+)
+
+
+@pytest.fixture(scope="module")
+def modules(build):
+    """The stability spec built once per dtype."""
+    spec = yaml.safe_load(SPEC.read_text())
+    out = {}
+    for dtype in DTYPES:
+        out[dtype] = build(yaml.safe_dump(dict(spec, dtype=dtype, module=f"stab_{dtype}"),
+                                          sort_keys=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return raw_expressions()
+
+
+@pytest.fixture(scope="module")
+def cases(tf):
+    return {f.op: f for f in families(tf)}
+
+
+def _grads(tf, fn, columns, dtype, order=1):
+    """Gradients (order 1) or Hessian diagonals (order 2) at each row of ``columns``."""
+    args = [tf.constant(np.array(c, np.float64), dtype=tf.float64) for c in columns]
+    args = [tf.cast(a, dtype) for a in args]
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch(args)
+        with tf.GradientTape() as inner:
+            inner.watch(args)
+            out = fn(*args)
+        first = inner.gradient(out, args)
+    if order == 1:
+        result = first
+    else:
+        result = [outer.gradient(g, a) for g, a in zip(first, args)]
+    for a, g in zip(args, result):
+        assert g is None or g.dtype == a.dtype
+    return [
+        np.zeros(len(columns[0])) if g is None else g.numpy().astype(np.float64)
+        for g in result
+    ]
+
+
+def _check(got, want, dtype, label):
+    if math.isnan(want):
+        assert not math.isnan(got) or True, label  # undefined: any value but see below
+        return
+    if math.isinf(want) or abs(want) > LARGEST[dtype]:
+        return  # not representable in this dtype (or truly infinite)
+    assert math.isfinite(got), f"{label}: got {got}, exact {want}"
+    tolerance = RTOL[dtype] * abs(want) + SMALLEST_NORMAL[dtype]
+    assert abs(got - want) <= tolerance, f"{label}: got {got!r}, exact {want!r}"
+
+
+OPS = [
+    "softplus_naive", "sigmoid_naive", "logistic_ratio", "swish", "log1p_naive",
+    "expm1_naive", "entropy", "cross_entropy", "log_sigmoid", "log_one_minus_sigmoid",
+    "logaddexp", "softmax2", "log_softmax2", "power", "norm", "angle", "sinc",
+    "expm1_ratio", "sqrt_relu", "elu",
+]
+
+
+def test_every_stability_op_is_checked(raw):
+    assert sorted(raw) == sorted(OPS)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_gradient_matches_50_digit_reference(tf, modules, raw, cases, op, dtype):
+    family = cases[op]
+    expr, symbols = raw[op]
+    points = [tuple(rounded(p, dtype)) for p in family.points]
+    columns = list(zip(*points))
+    got = _grads(tf, getattr(modules[dtype], op), columns, dtype)
+    for i, point in enumerate(points):
+        want = family.conventions.get(point) or reference_gradient(expr, symbols, point)
+        for k, w in enumerate(want):
+            g = got[k][i]
+            assert not math.isnan(g), f"{op}{point} d/d{symbols[k]}: NaN"
+            if point in family.conventions:
+                assert g == w or (math.isinf(w) and g == w), f"{op}{point}: {g} != {w}"
+                continue
+            _check(g, w, dtype, f"{op}{point} d/d{symbols[k]} ({dtype})")
+
+
+# Second derivatives come from TF's autodiff of the generated gradient function, so at
+# points where a TF kernel's own gradient is 0 * inf (pow(x, y - 1) at x = 0) they are
+# as TF makes them; those points are left out. Elsewhere they must be finite and, in
+# float64, agree with the reference (to 1e-6 relative, or 1e-12 absolute: TF's sigmoid
+# and tanh kernels compute y * (1 - y), which loses the tail values' relative digits,
+# and a zero entry comes out as rounding noise of the other terms).
+SECOND_ORDER_SKIP = {"power": {(0.0, 1.0), (0.0, 2.0), (0.0, 3.5)}}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_second_order_is_finite_where_exact_is(tf, modules, raw, cases, op):
+    family = cases[op]
+    expr, symbols = raw[op]
+    points = [
+        tuple(rounded(p, "float64"))
+        for p in family.points
+        if tuple(p) not in SECOND_ORDER_SKIP.get(op, ())
+    ]
+    got = _grads(tf, getattr(modules["float64"], op), list(zip(*points)), "float64", order=2)
+    for i, point in enumerate(points):
+        if point in family.conventions:
+            assert all(not math.isnan(g[i]) for g in got), f"{op}{point}: NaN"
+            continue
+        want = reference_gradient(expr, symbols, point, order=2)
+        for k, w in enumerate(want):
+            g = got[k][i]
+            assert not math.isnan(g), f"{op}{point} d2/d{symbols[k]}2: NaN"
+            if math.isfinite(w) and abs(w) < 1e300:
+                assert math.isfinite(g), f"{op}{point} d2/d{symbols[k]}2: {g}, exact {w}"
+                assert abs(g - w) <= 1e-6 * abs(w) + 1e-12, f"{op}{point}: {g} vs {w}"
+
+
+def test_readme_table_is_current(tf):
+    """The README's table is what `python tests/stability.py` prints now."""
+    from stability import table
+
+    from conftest import ROOT
+
+    module = import_source("generated_stability", GENERATED / "stability.py")
+    assert table(tf, module) in (ROOT / "README.md").read_text()
