@@ -25,6 +25,8 @@ def _fail(error: GradgenError) -> None:
             click.echo(diagnostic.format(), err=True)
         n = len(error.diagnostics)
         click.echo(f"gradgen: {n} error{'s' if n != 1 else ''}; nothing written", err=True)
+    elif getattr(error, "location", None) is not None:
+        click.echo(f"{error.location}: error: {error}", err=True)
     else:
         click.echo(f"gradgen: error: {error}", err=True)
     sys.exit(error.exit_code)

@@ -27,6 +27,7 @@ How:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import sympy
@@ -184,14 +185,8 @@ class _Deriver:
             return out
 
         nodes = [
-            TensorNode(
-                symbol=self.rename[n.symbol],
-                op=n.op,
-                args=tuple(fwd(a) for a in n.args),
-                arg_shapes=n.arg_shapes,
-                shape=n.shape,
-                key=n.key,
-                name_hint=n.name_hint,
+            dataclasses.replace(
+                n, symbol=self.rename[n.symbol], args=tuple(fwd(a) for a in n.args)
             )
             for n in p.nodes
         ]
@@ -199,6 +194,11 @@ class _Deriver:
         where_exprs = [(name, fwd(term.expr)) for name, term in p.where]
         if p.is_complex:
             for n in nodes:
+                if n.op == "logdet":
+                    raise self._error(
+                        n.key, "log(det()) is computed as log|det| (slogdet), which is not "
+                        "holomorphic; complex ops cannot use it"
+                    )
                 for a in n.args:
                     self._check_holomorphic(a, n.key)
             for o, expr in outputs:
@@ -211,13 +211,17 @@ class _Deriver:
 
         # Forward values, with broadcasts restored where simplification dropped operands.
         forward_values = []  # (target, value, comments)
+        self.node_args: dict = {}  # node symbol -> operand values as the forward uses them
         for orig, n in zip(p.nodes, nodes):
             args = tuple(
                 self._as_written(self._finalize(a), shape, self._leaves(o))
                 for a, shape, o in zip(n.args, n.arg_shapes, orig.args)
             )
+            self.node_args[n.symbol] = args
             comment = f"{self._key(n.key)}: {self._describe_node(n)}"
-            forward_values.append((node_targets[n.symbol], ir.Call(n.op, args), (comment,)))
+            forward_values.append(
+                (node_targets[n.symbol], self._forward_call(n, args), (comment,))
+            )
         for o, expr in outputs:
             if expr in node_targets and node_targets[expr] == out_locals[o.name]:
                 continue  # the output is a node's result, already named after the output
@@ -319,6 +323,7 @@ class _Deriver:
             partials=tuple(partial_docs),
             vjp_text=tuple(vjp_docs),
             named_dims=self._named_dims(),
+            example_shapes=self._example_shapes(),
             rewrites=tuple(
                 f"{name}: "
                 + (stable.RULES_BY_NAME[name].identity if name in stable.RULES_BY_NAME
@@ -338,9 +343,7 @@ class _Deriver:
 
     def _describe_node(self, node: TensorNode) -> str:
         args = [sympy.sstr(a) if a.is_Atom else f"({sympy.sstr(a)})" for a in node.args]
-        if node.op == "matmul":
-            return _shorten(f"{args[0]} @ {args[1]}")
-        return _shorten(f"{node.op}({', '.join(args)})")
+        return _shorten(_node_text(node, args))
 
     def _as_written(self, expr, shape: sh.Shape, leaves: frozenset) -> ir.Value:
         """``expr`` broadcast to the shape it has as written.
@@ -436,30 +439,116 @@ class _Deriver:
             parts.append(_unbroadcast(total, plan, target))
         return _add(parts), tuple(comments)
 
+    def _forward_call(self, node: TensorNode, args: tuple) -> ir.Call:
+        """The TensorFlow call that computes a node in the forward pass."""
+        if node.op in ("sum", "mean"):
+            params = (("axis", node.param("axes")), ("keepdims", node.param("keepdims")))
+            return ir.Call(f"reduce_{node.op}", args, params)
+        if node.op == "einsum":
+            inputs, out = node.param("subscripts")
+            return ir.Call("einsum", args, (("subscripts", f"{','.join(inputs)}->{out}"),))
+        if node.op == "inverse":
+            return ir.Call("inverse", args, (("adjoint", False),))
+        return ir.Call(node.op, args)
+
+    def _static(self, shape: sh.Shape):
+        return tuple(shape) if sh.is_static(shape) else None
+
     def _node_vjp(self, state, node: TensorNode, g, name, docs) -> list[str]:
-        """Contributions of a node's VJP to the symbols in its operands."""
+        """Contributions of a node's VJP to the symbols in its operands.
+
+        Rules (matrix calculus; ``^H`` is the transpose, the conjugate transpose for
+        complex dtypes), with ``G`` the node's cotangent and ``Y`` its value:
+
+        * ``Y = A @ B``: ``dA = G @ B^H``, ``dB = A^H @ G`` (batch axes unbroadcast);
+        * ``Y = transpose(A)``: ``dA = transpose(G)``;
+        * ``Y = inverse(A)``: ``dA = -Y^H @ G @ Y^H``;
+        * ``Y = det(A)``: ``dA = (G * conj(Y)) * inverse(A)^H`` (Jacobi's formula);
+        * ``Y = log|det(A)|``: ``dA = G * inverse(A)^H``;
+        * ``Y = trace(A)``: ``dA = G * I``;
+        * ``Y = sum(A, axes)``: ``dA = G`` broadcast back over ``axes``; mean divides
+          by the number of elements summed;
+        * ``Y = einsum(s1,...,sn->o)``: ``dAi = einsum(o,s1..(not i)..sn->si)`` of ``G``
+          and the other operands (conjugated), broadcast over indices only ``si`` has.
+        """
         texts = []
         key_text = self._key(node.key)
+        args = self.node_args[node.symbol]
+        shapes = node.arg_shapes
+        y = node.symbol
+        cplx = self.p.is_complex
+        adj = "adjoint" if cplx else "transpose"
+
+        def conj(v):
+            return sympy.conjugate(v) if cplx and not isinstance(v, ir.Call) else v
+
+        rules = []  # (operand expression, VJP value, contribution shape, formula text)
         if node.op == "matmul":
-            a, b = node.args
-            sa, sb = node.arg_shapes
-            batch = node.shape[:-2]
-            adj = "adjoint" if self.p.is_complex else "transpose"
+            (a, b), batch = node.args, node.shape[:-2]
             rules = [
-                (a, sa, ir.Call("matmul", (g, b), ((f"{adj}_b", True),)),
-                 batch + tuple(sa[-2:]), f"{g.name} @ {adj}({sympy.sstr(b)})"),
-                (b, sb, ir.Call("matmul", (a, g), ((f"{adj}_a", True),)),
-                 batch + tuple(sb[-2:]), f"{adj}({sympy.sstr(a)}) @ {g.name}"),
+                (a, ir.Call("matmul", (g, args[1]), ((f"{adj}_b", True),)),
+                 batch + tuple(shapes[0][-2:]), f"{g.name} @ {adj}({sympy.sstr(b)})"),
+                (b, ir.Call("matmul", (args[0], g), ((f"{adj}_a", True),)),
+                 batch + tuple(shapes[1][-2:]), f"{adj}({sympy.sstr(a)}) @ {g.name}"),
             ]
         elif node.op == "transpose":
-            (a,) = node.args
-            (sa,) = node.arg_shapes
-            rules = [(a, sa, ir.Call("transpose", (g,)), tuple(sa),
+            rules = [(node.args[0], ir.Call("transpose", (g,)), shapes[0],
                       f"transpose({g.name})")]
+        elif node.op == "inverse":
+            inner = ir.Call("matmul", (-y, g), ((f"{adj}_a", True),))
+            value = ir.Call("matmul", (inner, y), ((f"{adj}_b", True),))
+            rules = [(node.args[0], value, shapes[0],
+                      f"-{adj}({y.name}) @ {g.name} @ {adj}({y.name})")]
+        elif node.op in ("det", "logdet"):
+            inv_h = ir.Call("inverse", (args[0],), (("adjoint", True),))
+            scale = g * conj(y) if node.op == "det" else g
+            value = ir.Call("mul", (ir.Call("expand_matrix", (scale,)), inv_h))
+            text = f"{sympy.sstr(scale)} * {adj}(inverse({sympy.sstr(node.args[0])}))"
+            rules = [(node.args[0], value, shapes[0], text)]
+        elif node.op == "trace":
+            n = shapes[0][-1]
+            eye = ir.Call("eye", (args[0],), (("n", n if sh.is_known(n) else None),))
+            value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), eye))
+            rules = [(node.args[0], value, shapes[0], f"{g.name} * I")]
+        elif node.op in ("sum", "mean"):
+            axes, keepdims = node.param("axes"), node.param("keepdims")
+            cotangent = g
+            if node.op == "mean":
+                reduced = [shapes[0][i] for i in axes]
+                if all(sh.is_known(d) for d in reduced):
+                    cotangent = g / sympy.Integer(max(1, int(sympy.prod(reduced))))
+                else:
+                    count = ir.Call("count", (args[0],), (("axes", axes),))
+                    cotangent = ir.Call("div", (g, count))
+            value = ir.Call(
+                "unreduce", (cotangent, args[0]),
+                (("axes", axes), ("keepdims", keepdims), ("shape", self._static(shapes[0]))),
+            )
+            what = "broadcast" if node.op == "sum" else "broadcast, divided by the count"
+            rules = [(node.args[0], value, shapes[0], f"{g.name} {what} over axes {list(axes)}")]
+        elif node.op == "einsum":
+            inputs, out = node.param("subscripts")
+            for i, sub in enumerate(inputs):
+                others = [s for j, s in enumerate(inputs) if j != i]
+                present = set(out).union(*others) if others else set(out)
+                missing = [k for k, c in enumerate(sub) if c not in present]
+                keep = "".join(c for c in sub if c in present)
+                spec = ",".join([out] + others) + "->" + keep
+                operands = (g,) + tuple(conj(a) for j, a in enumerate(args) if j != i)
+                value = ir.Call("einsum", operands, (("subscripts", spec),))
+                if missing:
+                    value = ir.Call(
+                        "unreduce", (value, args[i]),
+                        (("axes", tuple(missing)), ("keepdims", False),
+                         ("shape", self._static(shapes[i]))),
+                    )
+                rules.append((node.args[i], value, shapes[i], f"einsum({spec!r}, ...)"))
         else:  # pragma: no cover - the parser creates no other nodes
             raise AssertionError(node.op)
-        sides = ["lhs", "rhs"] if len(rules) == 2 else ["arg"]
-        for side, (arg, arg_shape, vjp, vjp_shape, text) in zip(sides, rules):
+        sides = ["lhs", "rhs"] if node.op == "matmul" else [
+            f"arg{i}" if len(rules) > 1 else "arg" for i in range(len(rules))
+        ]
+        for side, (arg, vjp, vjp_shape, text) in zip(sides, rules):
             targets = sorted(arg.free_symbols & self.diff_symbols, key=str)
             if not targets:
                 continue
@@ -617,12 +706,27 @@ class _Deriver:
             mapping: dict = {}
             for n in self.p.nodes:
                 args = [sympy.sstr(a.xreplace(mapping)) for a in n.args]
-                text = f"({args[0]} @ {args[1]})" if n.op == "matmul" else (
-                    f"{n.op}({', '.join(args)})"
-                )
-                mapping[n.symbol] = sympy.Symbol(text)
+                text = _node_text(n, args)
+                mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
             self._display_map = mapping
         return expr.xreplace(self._display_map)
+
+    def _example_shapes(self) -> tuple:
+        """Concrete input shapes for verification: named dims distinct (4, 5, ...) and
+        null dims 3; then all unknown dims 3; then all 1 (sizes the shapes require win)."""
+        names = sorted({d for v in self.p.inputs for d in v.shape if isinstance(d, str)})
+        configs = []
+        for default, distinct in ((3, True), (3, False), (1, False)):
+            sizes = {n: default + (i + 1 if distinct else 0) for i, n in enumerate(names)}
+            shapes = tuple(
+                tuple(
+                    self.p.factory.concrete(d, sizes.get(d, default)) for d in v.shape
+                )
+                for v in self.p.inputs
+            )
+            if shapes not in configs:
+                configs.append(shapes)
+        return tuple(configs)
 
     def _named_dims(self):
         uses: dict[str, list] = {}
@@ -632,6 +736,21 @@ class _Deriver:
                     uses.setdefault(d, []).append((v.name, axis))
         return tuple((d, tuple(places)) for d, places in sorted(uses.items())
                      if len(places) > 1)
+
+
+def _node_text(node: TensorNode, args: list[str]) -> str:
+    """How a node reads in docs: ``a @ b``, ``sum(x, axis=[1])``, ``log(det(s))``..."""
+    if node.op == "matmul":
+        return f"{args[0]} @ {args[1]}"
+    if node.op == "logdet":
+        return f"log(det({args[0]}))"
+    if node.op in ("sum", "mean"):
+        keep = ", keepdims=True" if node.param("keepdims") else ""
+        return f"{node.op}({args[0]}, axis={list(node.param('axes'))}{keep})"
+    if node.op == "einsum":
+        inputs, out = node.param("subscripts")
+        return f"einsum('{','.join(inputs)}->{out}', {', '.join(args)})"
+    return f"{node.op}({', '.join(args)})"
 
 
 def _add(values: list) -> ir.Value:

@@ -26,6 +26,7 @@ from .errors import Diagnostic, Location, SpecError, UsageError
 from .formatter import format_source
 from .render import RenderError, render_module
 from .spec import SpecDocument, format_key_path, load_spec
+from .verify import VerificationError, verify_op
 
 
 def _relative_spec_path(spec: str, out_dir: str) -> str:
@@ -62,11 +63,12 @@ def build_module_ir(doc: SpecDocument, out_dir: str) -> ir.ModuleIR:
     )
 
 
-def render_spec(doc: SpecDocument, out_dir: str) -> str:
+def render_spec(doc: SpecDocument, out_dir: str, verify: bool = True) -> str:
     """The formatted source of the module generated from one spec.
 
     Raises:
         SpecError: an op cannot be derived or printed.
+        VerificationError: a derived gradient failed the numerical check.
     """
     module = build_module_ir(doc, out_dir)
     try:
@@ -77,18 +79,33 @@ def render_spec(doc: SpecDocument, out_dir: str) -> str:
         raise SpecError(
             Diagnostic(doc.location(loc), str(e), e.op.name, format_key_path(loc[2:]) or None)
         ) from None
+    if verify:  # after printing succeeded: every value is something TensorFlow has
+        for index, op in enumerate(module.ops):
+            try:
+                verify_op(op)
+            except VerificationError as e:
+                e.location = doc.location(("ops", index))
+                raise
     return format_source(source)
 
 
-def generate(spec_paths: list[str], out_dir: str) -> dict[str, str]:
+def generate(spec_paths: list[str], out_dir: str, verify: bool = True) -> dict[str, str]:
     """Generate the modules of ``spec_paths``: ``{path relative to out_dir: text}``.
 
     Nothing is written. Paths are ``<module>.py``.
+
+    Args:
+        spec_paths: spec files, as the user named them.
+        out_dir: the output folder (only used to make the spec paths in headers
+            relative to it).
+        verify: check every derived gradient numerically (default; see
+            :mod:`gradgen.verify`).
 
     Raises:
         UsageError: no spec given, or a path with control characters.
         SpecError: every problem of every spec, each with file:line:col; two specs that
             name the same module.
+        VerificationError: a derived gradient failed the numerical check.
     """
     if not spec_paths:
         raise UsageError("no spec files given")
@@ -115,7 +132,7 @@ def generate(spec_paths: list[str], out_dir: str) -> dict[str, str]:
     files: dict[str, str] = {}
     for doc in docs:
         try:
-            files[f"{doc.model.module}.py"] = render_spec(doc, out_dir)
+            files[f"{doc.model.module}.py"] = render_spec(doc, out_dir, verify)
         except SpecError as e:
             problems.extend(e.diagnostics)
     if problems:

@@ -98,12 +98,15 @@ class TensorNode:
 
     Attributes:
         symbol: stands for the result in later expressions.
-        op: one of ``matmul``, ``transpose``.
+        op: one of :data:`NODE_OPS`.
         args: operand expressions (elementwise SymPy expressions).
         arg_shapes: declared shapes of the operands.
         shape: declared shape of the result.
         key: spec key path of the expression it appears in.
         name_hint: preferred local name (a ``where`` name when the node is one).
+        params: op parameters as sorted (name, value) pairs: ``axes`` and ``keepdims``
+            for sum/mean (axes normalized, non-negative), ``subscripts`` (the operands'
+            and the output's index strings) for einsum.
     """
 
     symbol: sympy.Symbol
@@ -113,6 +116,10 @@ class TensorNode:
     shape: sh.Shape
     key: Loc
     name_hint: str
+    params: tuple = ()
+
+    def param(self, name: str):
+        return dict(self.params)[name]
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,7 @@ class Program:
     dtype: str
     key: Loc
     shape_of: dict = field(default_factory=dict, compare=False, repr=False)
+    factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
 
     @property
     def is_complex(self) -> bool:
@@ -191,9 +199,10 @@ UNARY: dict[str, Callable] = {
     "sigmoid": fn.sigmoid,
     "softplus": fn.softplus,
 }
-OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where", "transpose")
-MATRIX_FUNCTIONS_PLANNED = ("inverse", "det", "trace", "sum", "mean", "einsum")
-FUNCTIONS = tuple(sorted(set(UNARY) | set(OTHER_FUNCTIONS)))
+OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where")
+# Non-elementwise functions: each call becomes a TensorNode.
+TENSOR_FUNCTIONS = ("transpose", "inverse", "det", "trace", "sum", "mean", "einsum")
+FUNCTIONS = tuple(sorted(set(UNARY) | set(OTHER_FUNCTIONS) | set(TENSOR_FUNCTIONS)))
 assert set(FUNCTIONS) <= EXPRESSION_NAMES
 
 _OPERATORS = {
@@ -242,7 +251,18 @@ _FORBIDDEN = {
 
 
 # Local names for node results in generated code, unless a `where` or output names them.
-_NODE_NAMES = {"matmul": "product", "transpose": "transposed"}
+_NODE_NAMES = {
+    "matmul": "product",
+    "transpose": "transposed",
+    "inverse": "inv",
+    "det": "det",
+    "logdet": "logdet",
+    "trace": "trace",
+    "sum": "total",
+    "mean": "average",
+    "einsum": "contraction",
+}
+NODE_OPS = tuple(_NODE_NAMES)
 
 
 def _balanced(text: str) -> bool:
@@ -347,6 +367,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         dtype=dtype,
         key=base,
         shape_of=parser.shape_of,
+        factory=factory,
     )
 
 
@@ -476,7 +497,7 @@ class _Parser:
             if not self.is_complex:
                 raise _ExprError(node, "the imaginary unit I needs complex inputs")
             return Term(sympy.I, ())
-        if name in FUNCTIONS or name in MATRIX_FUNCTIONS_PLANNED:
+        if name in FUNCTIONS:
             raise _ExprError(node, f"'{name}' is a function; call it like {name}(...)")
         known = sorted(self.names)
         hint = difflib.get_close_matches(name, known + ["pi", "E"], n=1)
@@ -567,11 +588,6 @@ class _Parser:
             self.visit(node.func)  # reports the attribute access, lambda... it is
             raise _ExprError(node, "only calls of allowed functions by name, like exp(x)")
         name = node.func.id
-        if name in MATRIX_FUNCTIONS_PLANNED:
-            raise _ExprError(
-                node, f"'{name}' is part of the spec format but not supported yet by this "
-                "gradgen version"
-            )
         if name not in FUNCTIONS:
             if name in self.names:
                 raise _ExprError(node, f"'{name}' is a value, not a function")
@@ -579,10 +595,27 @@ class _Parser:
             msg = f"unknown function '{name}'"
             msg += f"; did you mean '{hint[0]}'?" if hint else ""
             raise _ExprError(node, msg + f" (allowed: {', '.join(FUNCTIONS)})")
+        if name in ("sum", "mean"):
+            return self._reduction(node, name)
         if node.keywords:
             raise _ExprError(node, f"{name}() takes no keyword arguments")
         if name == "Piecewise":
             return self._piecewise(node)
+        if name == "einsum":
+            return self._einsum(node)
+        if (
+            name == "log"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Call)
+            and isinstance(node.args[0].func, ast.Name)
+            and node.args[0].func.id == "det"
+            and len(node.args[0].args) == 1
+            and not node.args[0].keywords
+        ):
+            # log(det(S)) in its stable form: log|det(S)| from slogdet
+            (matrix,) = [self.visit(a) for a in node.args[0].args]
+            self._need_value(node.args[0].args[0], matrix)
+            return self._square_node(node, "logdet", matrix)
         args = [self.visit(a) for a in node.args]
         if name == "where":
             self._arity(node, name, args, 3)
@@ -614,6 +647,9 @@ class _Parser:
         if name == "transpose":
             self._arity(node, name, args, 1)
             return self._transpose(node, args[0])
+        if name in ("inverse", "det", "trace"):
+            self._arity(node, name, args, 1)
+            return self._square_node(node, name, args[0])
         raise AssertionError(name)  # every allowed function is handled above
 
     # -------------------------------------------------------------------- helpers
@@ -668,7 +704,14 @@ class _Parser:
         if bad or expr.has(sympy.oo, -sympy.oo):
             raise _ExprError(node, "expression is infinite or undefined (e.g. 1/0)")
 
-    def _node(self, node: ast.AST, op: str, args: list[Term], shape: sh.Shape) -> Term:
+    def _node(
+        self, node: ast.AST, op: str, args: list[Term], shape: sh.Shape, params: tuple = ()
+    ) -> Term:
+        for existing in self.nodes:  # the same operation written twice is computed once
+            if (existing.op, existing.args, existing.params) == (
+                op, tuple(a.expr for a in args), params
+            ):
+                return Term(existing.symbol, existing.shape, frozenset([existing.symbol]))
         index = len(self.nodes)
         hint = self.name_hint if isinstance(node, ast.AST) and self._is_whole(node) else ""
         assumptions = {} if self.is_complex else {"real": True}
@@ -682,6 +725,7 @@ class _Parser:
                 shape=shape,
                 key=self.key,
                 name_hint=hint or _NODE_NAMES[op],
+                params=params,
             )
         )
         self.shape_of[symbol] = shape
@@ -705,3 +749,70 @@ class _Parser:
             )
         shape = arg.shape[:-2] + (arg.shape[-1], arg.shape[-2])
         return self._node(node, "transpose", [arg], shape)
+
+    def _square_node(self, node: ast.AST, op: str, arg: Term) -> Term:
+        what = {"logdet": "log(det())", "inverse": "inverse()"}.get(op, f"{op}()")
+        try:
+            shape = sh.square_shape(arg.shape, self.factory, what)
+        except sh.ShapeError as e:
+            raise _ExprError(node, str(e)) from None
+        result = shape if op == "inverse" else shape[:-2]
+        return self._node(node, op, [arg], result)
+
+    def _reduction(self, node: ast.Call, name: str) -> Term:
+        if not node.args or len(node.args) > 2:
+            raise _ExprError(node, f"{name}() takes a tensor and optionally an axis")
+        arg = self.visit(node.args[0])
+        self._need_value(node.args[0], arg)
+        axis_node = node.args[1] if len(node.args) == 2 else None
+        keepdims = False
+        for kw in node.keywords:
+            if kw.arg == "axis" and axis_node is None:
+                axis_node = kw.value
+            elif kw.arg == "keepdims":
+                if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+                    raise _ExprError(kw.value, "keepdims is True or False")
+                keepdims = kw.value.value
+            else:
+                raise _ExprError(node, f"{name}() takes the keywords axis and keepdims")
+        rank = len(arg.shape)
+        axes = tuple(range(rank)) if axis_node is None else self._axes(axis_node)
+        try:
+            axes = sh.normalize_axes(axes, rank)
+        except sh.ShapeError as e:
+            raise _ExprError(axis_node or node, str(e)) from None
+        shape = sh.reduce_shape(arg.shape, axes, keepdims)
+        params = (("axes", axes), ("keepdims", keepdims))
+        return self._node(node, name, [arg], shape, params)
+
+    def _axes(self, node: ast.AST) -> tuple[int, ...]:
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+        out = []
+        for item in items:
+            value = item
+            sign = 1
+            if isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub):
+                value, sign = item.operand, -1
+            if not (isinstance(value, ast.Constant) and type(value.value) is int):
+                raise _ExprError(item, "an axis is an integer literal, like 1 or -1")
+            out.append(sign * value.value)
+        return tuple(out)
+
+    def _einsum(self, node: ast.Call) -> Term:
+        if not node.args or not (
+            isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        ):
+            raise _ExprError(node, "einsum() takes a subscript string first, like 'ij,jk->ik'")
+        if len(node.args[0].value) > 64:
+            raise _ExprError(node.args[0], "einsum subscripts are longer than 64 characters")
+        operands = [self.visit(a) for a in node.args[1:]]
+        for child, term in zip(node.args[1:], operands):
+            self._need_value(child, term)
+        try:
+            shape, inputs, out = sh.einsum_shape(
+                node.args[0].value, [t.shape for t in operands], self.factory
+            )
+        except sh.ShapeError as e:
+            raise _ExprError(node, str(e)) from None
+        params = (("subscripts", (tuple(inputs), out)),)
+        return self._node(node, "einsum", operands, shape, params)

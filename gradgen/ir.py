@@ -29,6 +29,18 @@ CALL_FUNCTIONS = frozenset(
         "broadcast_to",  # tf.broadcast_to(v, shape)
         "broadcast_shape",  # tf.broadcast_dynamic_shape(tf.shape(a), tf.shape(b), ...)
         "cast",  # tf.cast(x, dtype)
+        "inverse",  # tf.linalg.inv(a, adjoint=...)
+        "det",  # tf.linalg.det(a)
+        "logdet",  # _logabsdet(a): log|det(a)| (from QR, XLA-compatible)
+        "trace",  # tf.linalg.trace(a)
+        "reduce_mean",  # tf.reduce_mean(a, axis=[...], keepdims=...)
+        "einsum",  # tf.einsum("ij,jk->ik", a, b)
+        "mul",  # a * b (elementwise, broadcasting)
+        "div",  # a / b (elementwise, broadcasting)
+        "expand_matrix",  # x[..., tf.newaxis, tf.newaxis]
+        "eye",  # tf.eye(n, dtype=...): n static, or the last dim of the argument
+        "unreduce",  # g broadcast back over summed axes to the shape of `like`
+        "count",  # number of elements summed over `axes` of the argument (as dtype)
     }
 )
 
@@ -164,6 +176,8 @@ class OpIR:
         vjp_text: VJP rules of non-elementwise ops, for the docstring.
         named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
         rewrites: the stable rewrites used (``name: identity``), for the docstring.
+        example_shapes: concrete input shapes that broadcast as declared (unknown and
+            named dims instantiated), for build-time verification; several variants.
         key: spec key path of the op.
     """
 
@@ -182,6 +196,7 @@ class OpIR:
     vjp_text: tuple[str, ...]
     named_dims: tuple
     rewrites: tuple[str, ...]
+    example_shapes: tuple
     key: tuple
 
 

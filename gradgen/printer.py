@@ -398,17 +398,22 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         return printer.value(value)
     args = [print_value(printer, a) for a in value.args]
     fn = value.fn
+    dtype = f"tf.{printer.dtype}"
     if fn == "add":
         return " + ".join(args)
+    if fn == "mul":
+        return " * ".join(_operand(a, v) for a, v in zip(args, value.args))
+    if fn == "div":
+        return f"{_operand(args[0], value.args[0])} / {_operand(args[1], value.args[1])}"
     if fn == "matmul":
         flags = "".join(f", {name}=True" for name, on in value.params if on)
         return f"tf.linalg.matmul({args[0]}, {args[1]}{flags})"
     if fn == "transpose":
         return f"tf.linalg.matrix_transpose({args[0]})"
-    if fn == "reduce_sum":
+    if fn in ("reduce_sum", "reduce_mean"):
         axis = list(value.param("axis"))
         keep = ", keepdims=True" if value.param("keepdims") else ""
-        return f"tf.reduce_sum({args[0]}, axis={axis}{keep})"
+        return f"tf.{fn}({args[0]}, axis={axis}{keep})"
     if fn == "unbroadcast":
         return f"_unbroadcast({args[0]}, {args[1]})"
     if fn == "zeros_like":
@@ -424,4 +429,42 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         return out
     if fn == "cast":
         return f"tf.cast({args[0]}, tf.{value.param('dtype')})"
+    if fn == "inverse":
+        adjoint = ", adjoint=True" if value.param("adjoint") else ""
+        return f"tf.linalg.inv({args[0]}{adjoint})"
+    if fn == "det":
+        return f"tf.linalg.det({args[0]})"
+    if fn == "logdet":
+        printer.helpers.add("_logabsdet")
+        return f"_logabsdet({args[0]})"
+    if fn == "trace":
+        return f"tf.linalg.trace({args[0]})"
+    if fn == "einsum":
+        return f"tf.einsum({value.param('subscripts')!r}, {', '.join(args)})"
+    if fn == "expand_matrix":
+        return f"{_operand(args[0], value.args[0])}[..., tf.newaxis, tf.newaxis]"
+    if fn == "eye":
+        n = value.param("n")
+        size = n if n is not None else f"tf.shape({args[0]})[-1]"
+        return f"tf.eye({size}, dtype={dtype})"
+    if fn == "unreduce":
+        out = args[0]
+        if not value.param("keepdims"):
+            for axis in value.param("axes"):
+                out = f"tf.expand_dims({out}, {axis})"
+        shape = value.param("shape")
+        target = list(shape) if shape is not None else f"tf.shape({args[1]})"
+        return f"tf.broadcast_to({out}, {target})"
+    if fn == "count":
+        dims = f"tf.gather(tf.shape({args[0]}), {list(value.param('axes'))})"
+        return f"tf.cast(tf.reduce_prod({dims}), {dtype})"
     raise AssertionError(fn)  # ir.Call validates fn
+
+
+def _operand(text: str, value) -> str:
+    """``text`` parenthesized unless it is a name, a call or a subscript."""
+    if isinstance(value, ir.Call) and value.fn not in ("add", "mul", "div"):
+        return text
+    if isinstance(value, sympy.Basic) and (value.is_Atom or isinstance(value, sympy.Function)):
+        return text
+    return f"({text})"

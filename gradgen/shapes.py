@@ -62,9 +62,22 @@ class DimFactory:
     def __init__(self) -> None:
         self._counter = itertools.count()
         self._joint: dict = {}
+        self.sizes: dict = {}
 
     def unknown(self, label: str = "None") -> Unknown:
         return Unknown(next(self._counter), label)
+
+    def hint(self, dim: Dim, size: int) -> None:
+        """Record that an unknown or named ``dim`` must be ``size`` (or 1) at run time;
+        :meth:`concrete` uses it to pick sizes that broadcast (for build-time checks)."""
+        if not is_known(dim) and size != 1:
+            self.sizes.setdefault(dim, size)
+
+    def concrete(self, dim: Dim, default: int) -> int:
+        """A run-time size for ``dim`` consistent with every recorded hint."""
+        if is_known(dim):
+            return dim
+        return self.sizes.get(dim, default)
 
     def joint(self, a: Dim, b: Dim) -> Unknown:
         """The (memoized) unknown result of broadcasting ``a`` with ``b``."""
@@ -107,11 +120,20 @@ def broadcast_dims(a: Dim, b: Dim, factory: DimFactory) -> Dim:
         raise ShapeError(f"dims '{a}' and '{b}' have different names")
     # A known size n != 1 against an unknown one: the result is n (the other must be 1
     # or n at run time). Otherwise the result is only known at run time.
+    known = _known_of(a, b, factory)
+    return known if known is not None else factory.joint(a, b)
+
+
+def _known_of(a: Dim, b: Dim, factory: DimFactory) -> int | None:
+    """The known size of the pair, recording it as the other dim's size; None if neither
+    is known."""
     if is_known(a):
+        factory.hint(b, a)
         return a
     if is_known(b):
+        factory.hint(a, b)
         return b
-    return factory.joint(a, b)
+    return None
 
 
 def broadcast(a: Shape, b: Shape, factory: DimFactory) -> Shape:
@@ -232,6 +254,101 @@ def describe_reduction(
     return f"unbroadcast {src}: " + ", then ".join(parts)
 
 
+def unify(a: Dim, b: Dim, factory: DimFactory, what: str) -> Dim:
+    """Two dims that must be equal (a contraction, a square matrix, an einsum index).
+
+    Raises:
+        ShapeError: two known sizes or two names that differ.
+    """
+    if a == b:
+        return a
+    if isinstance(a, Unknown) or isinstance(b, Unknown) or (is_known(a) != is_known(b)):
+        known = _known_of(a, b, factory)
+        if known is not None:
+            return known
+        return b if isinstance(a, Unknown) else a
+    raise ShapeError(f"{what}: {format_dim(a)} and {format_dim(b)} differ")
+
+
+def normalize_axes(axes, rank: int) -> tuple[int, ...]:
+    """Sorted non-negative axes for a tensor of ``rank``; negative axes count from the end.
+
+    Raises:
+        ShapeError: an axis out of range, or repeated.
+    """
+    out = []
+    for axis in axes:
+        if not -rank <= axis < rank:
+            raise ShapeError(f"axis {axis} is out of range for rank {rank}")
+        axis = axis % rank if rank else axis
+        if axis in out:
+            raise ShapeError(f"axis {axis} is repeated")
+        out.append(axis)
+    return tuple(sorted(out))
+
+
+def reduce_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
+    """Shape after summing ``shape`` over normalized ``axes``."""
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def square_shape(shape: Shape, factory: DimFactory, what: str) -> Shape:
+    """Check that the last two dims are equal (a batch of square matrices).
+
+    Raises:
+        ShapeError: rank < 2, or the last two dims are known to differ.
+    """
+    if len(shape) < 2:
+        raise ShapeError(f"{what} needs a matrix (rank >= 2); got {format_shape(shape)}")
+    n = unify(shape[-2], shape[-1], factory, f"{what} needs square matrices")
+    return shape[:-2] + (n, n)
+
+
+def einsum_shape(
+    subscripts: str, shapes: list[Shape], factory: DimFactory
+) -> tuple[Shape, list[str], str]:
+    """Validate an explicit einsum and return (output shape, input subscripts, output).
+
+    Only explicit subscripts (``"ij,jk->ik"``) of letters are accepted: no ``...``, and
+    no index repeated within one operand (diagonals).
+
+    Raises:
+        ShapeError: a malformed subscript string, a rank mismatch, or an index whose
+            sizes differ between operands.
+    """
+    text = subscripts.replace(" ", "")
+    if "->" not in text or text.count("->") != 1:
+        raise ShapeError("einsum needs explicit subscripts with '->', like 'ij,jk->ik'")
+    if "." in text:
+        raise ShapeError("einsum ellipsis '...' is not supported; name every axis")
+    lhs, out = text.split("->")
+    inputs = lhs.split(",")
+    for sub in inputs + [out]:
+        if not all(c.isalpha() and c.isascii() for c in sub):
+            raise ShapeError(f"einsum subscripts are letters; got {sub!r}")
+        if len(set(sub)) != len(sub):
+            raise ShapeError(f"einsum index repeated within {sub!r} is not supported")
+    if len(inputs) != len(shapes):
+        raise ShapeError(
+            f"einsum subscripts name {len(inputs)} operands, got {len(shapes)}"
+        )
+    sizes: dict[str, Dim] = {}
+    for sub, shape in zip(inputs, shapes):
+        if len(sub) != len(shape):
+            raise ShapeError(
+                f"einsum operand {sub!r} has rank {len(sub)}, but its shape is "
+                f"{format_shape(shape)}"
+            )
+        for c, d in zip(sub, shape):
+            sizes[c] = unify(sizes[c], d, factory, f"einsum index {c!r}") if c in sizes else d
+    missing = [c for c in out if c not in sizes]
+    if missing:
+        raise ShapeError(f"einsum output index {missing[0]!r} is not in any operand")
+    return tuple(sizes[c] for c in out), inputs, out
+
+
 def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
     """Shape of ``a @ b``: batch axes broadcast, ``[..., n, k] @ [..., k, m] -> [..., n, m]``.
 
@@ -250,5 +367,6 @@ def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
             f"contracted dims differ: {format_shape(a)} @ {format_shape(b)} contracts "
             f"{format_dim(ka)} with {format_dim(kb)}"
         )
+    unify(ka, kb, factory, "contracted dims")
     batch = broadcast(a[:-2], b[:-2], factory)
     return batch + (a[-2], b[-1])

@@ -165,7 +165,15 @@ def test_attacks_are_refused_without_running_anything(text, monkeypatch, tmp_pat
         ("Piecewise(x)", "(value, condition) pair"),
         ("x @ y", "rank >= 2"),
         ("transpose(x)", "rank >= 2"),
-        ("sum(x)", "not supported yet"),
+        ("sum(x, axis=3)", "axis 3 is out of range for rank 1"),
+        ("sum(x, axis=[0, 0])", "axis 0 is repeated"),
+        ("sum(x, keepdims=1)", "keepdims is True or False"),
+        ("einsum('ij->i', x)", "rank 2, but its shape is [3]"),
+        ("einsum(x, y)", "subscript string first"),
+        ("einsum('i,i', x, y)", "explicit subscripts"),
+        ("einsum('i...->i', x)", "ellipsis"),
+        ("einsum('ii->i', x)", "repeated within"),
+        ("det(x)", "needs a matrix"),
         ("2j * x", "complex literals need complex inputs"),
         ("I * x", "imaginary unit"),
     ],
@@ -183,9 +191,9 @@ def test_error_positions_point_into_the_expression():
     assert d.format() == (
         "s.yaml:6:22: error: op 'f', field 'output': unknown function 'foo'; did you "
         "mean 'floor'? (allowed: Abs, Heaviside, Max, Min, Piecewise, abs, acos, acosh, "
-        "asin, asinh, atan, atan2, atanh, ceiling, cos, cosh, erf, erfc, exp, expm1, "
-        "floor, log, log1p, sigmoid, sign, sin, sinh, softplus, sqrt, tan, tanh, "
-        "transpose, where)"
+        "asin, asinh, atan, atan2, atanh, ceiling, cos, cosh, det, einsum, erf, erfc, exp, "
+        "expm1, floor, inverse, log, log1p, mean, sigmoid, sign, sin, sinh, softplus, "
+        "sqrt, sum, tan, tanh, trace, transpose, where)"
     )
 
 

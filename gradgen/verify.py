@@ -1,0 +1,311 @@
+"""Build-time verification: every derived VJP is checked numerically before rendering.
+
+Consumes: an :class:`gradgen.ir.OpIR`. Guarantees: :func:`verify_op` evaluates the
+op's forward and backward statements with NumPy in float64 (complex128 for complex ops)
+at random inputs of the declared shapes (unknown and named dims instantiated with small
+sizes that broadcast), and compares, for each differentiable input ``x`` and a random
+direction ``e``, the derived directional derivative ``<grad_x, e>`` with the central
+difference ``<upstream, (f(x + h e) - f(x - h e)) / 2h>``. A mismatch raises
+:class:`VerificationError` (exit status 3) naming the op, the input and the size of the
+error. This guards against wrong symbolic results (a rule with a sign error, an
+unbroadcast over the wrong axes) whatever produced them. TensorFlow is not imported.
+
+Random inputs are drawn from a few ranges in turn ((0.5, 1.5) first, then ones that
+reach other parts of a domain) until the forward and backward values are finite; an op
+finite nowhere in those ranges is not checked (reported by :func:`verify_op` returning
+False). Inputs are seeded from the op's name, so a build is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from functools import reduce
+
+import numpy as np
+import sympy
+
+from . import functions as fn
+from . import ir
+from .errors import EXIT_VERIFY_FAILED, GradgenError
+from .spec import COMPLEX_DTYPES, INT_DTYPES
+
+RANGES = ((0.5, 1.5), (0.1, 0.9), (1.5, 3.0), (-1.5, -0.5), (-0.9, 0.9), (-3.0, 3.0))
+STEP = 1e-6
+RTOL = 1e-5
+ATOL = 1e-8
+
+
+class VerificationError(GradgenError):
+    """A derived gradient disagrees with finite differences. Exit status 3.
+
+    Attributes:
+        op: the op's name.
+        input: the input whose gradient is wrong.
+        abs_error, rel_error: size of the disagreement.
+    """
+
+    exit_code = EXIT_VERIFY_FAILED
+
+    def __init__(
+        self, op: str, input_name: str, abs_error: float, rel_error: float, detail: str = ""
+    ):
+        self.op, self.input = op, input_name
+        self.abs_error, self.rel_error = abs_error, rel_error
+        what = detail or (
+            f"does not match finite differences (error {abs_error:.3g}, relative "
+            f"{rel_error:.3g})"
+        )
+        super().__init__(
+            f"op '{op}': the derived gradient for input '{input_name}' {what}; this is a "
+            "gradgen bug, please report it with the spec"
+        )
+
+
+# ------------------------------------------------------------------ NumPy functions
+
+
+def _guard(u, cond, safe):
+    return np.where(cond, u, safe)
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return np.where(np.real(x) >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+
+
+def _xlogy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x * np.log(np.where(x == 0, 1.0, y)))
+
+
+def _xdivy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x / np.where(x == 0, 1.0, y))
+
+
+_NUMPY = {
+    "_sigmoid": _sigmoid,
+    "_softplus": lambda x: np.logaddexp(0.0, x),
+    "_xlogy": _xlogy,
+    "_xdivy": _xdivy,
+    "_logsumexp": lambda *a: reduce(np.logaddexp, a),
+    "_guard": _guard,
+    "_max": lambda *a: reduce(np.maximum, a),
+    "_min": lambda *a: reduce(np.minimum, a),
+    "_log1p": np.log1p,
+    "_expm1": np.expm1,
+    "_erf": np.vectorize(math.erf, otypes=[float]),
+    "_erfc": np.vectorize(math.erfc, otypes=[float]),
+}
+_REPLACE = {
+    fn.sigmoid: "_sigmoid",
+    fn.softplus: "_softplus",
+    fn.xlogy: "_xlogy",
+    fn.xdivy: "_xdivy",
+    fn.logsumexp: "_logsumexp",
+    fn.Guard: "_guard",
+    fn.Max: "_max",
+    fn.Min: "_min",
+    fn.log1p: "_log1p",
+    fn.expm1: "_expm1",
+    sympy.erf: "_erf",
+    sympy.erfc: "_erfc",
+}
+
+
+class _Evaluator:
+    """Evaluates IR values with NumPy, given a {local name: array} environment."""
+
+    def __init__(self):
+        self._compiled: dict = {}
+
+    def expr(self, expr, env):
+        if expr not in self._compiled:
+            e = expr
+            for cls, name in _REPLACE.items():
+                e = e.replace(cls, sympy.Function(name))
+            symbols = sorted(e.free_symbols, key=lambda s: s.name)
+            f = sympy.lambdify(symbols, e, modules=[_NUMPY, "numpy"])
+            self._compiled[expr] = (f, [s.name for s in symbols])
+        f, names = self._compiled[expr]
+        return np.asarray(f(*(env[n] for n in names)))
+
+    def value(self, value, env):
+        if not isinstance(value, ir.Call):
+            return self.expr(value, env)
+        args = [self.value(a, env) for a in value.args]
+        return _CALLS[value.fn](value, *args)
+
+
+def _swap(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _matmul(call, a, b):
+    if call.param("transpose_a") or call.param("adjoint_a"):
+        a = _swap(np.conj(a) if call.param("adjoint_a") else a)
+    if call.param("transpose_b") or call.param("adjoint_b"):
+        b = _swap(np.conj(b) if call.param("adjoint_b") else b)
+    return np.matmul(a, b)
+
+
+def _unbroadcast(call, g, like):
+    extra = g.ndim - like.ndim
+    g = g.sum(axis=tuple(range(extra))) if extra else g
+    axes = tuple(i for i, (d, s) in enumerate(zip(like.shape, g.shape)) if d == 1 and s != 1)
+    return g.sum(axis=axes, keepdims=True).reshape(like.shape) if axes else g.reshape(like.shape)
+
+
+def _unreduce(call, g, like):
+    if not call.param("keepdims"):
+        for axis in call.param("axes"):
+            g = np.expand_dims(g, axis)
+    return np.broadcast_to(g, like.shape)
+
+
+def _broadcast_to(call, x, shape=None):
+    target = tuple(call.param("shape")) if shape is None else tuple(shape)
+    return np.broadcast_to(x, target)
+
+
+def _cast(call, x):
+    return x.astype(np.complex128 if "complex" in call.param("dtype") else np.float64)
+
+
+_CALLS = {
+    "add": lambda call, *a: reduce(np.add, a),
+    "mul": lambda call, *a: reduce(np.multiply, a),
+    "div": lambda call, a, b: a / b,
+    "matmul": _matmul,
+    "transpose": lambda call, a: _swap(a),
+    "reduce_sum": lambda call, a: np.sum(
+        a, axis=tuple(call.param("axis")), keepdims=bool(call.param("keepdims"))
+    ),
+    "reduce_mean": lambda call, a: np.mean(
+        a, axis=tuple(call.param("axis")), keepdims=bool(call.param("keepdims"))
+    ),
+    "unbroadcast": _unbroadcast,
+    "zeros_like": lambda call, x: np.zeros_like(x),
+    "broadcast_to": _broadcast_to,
+    "broadcast_shape": lambda call, *xs: np.array(np.broadcast_shapes(*(x.shape for x in xs))),
+    "cast": _cast,
+    "inverse": lambda call, a: np.linalg.inv(np.conj(_swap(a)) if call.param("adjoint") else a),
+    "det": lambda call, a: np.linalg.det(a),
+    "logdet": lambda call, a: np.linalg.slogdet(a)[1],
+    "trace": lambda call, a: np.trace(a, axis1=-2, axis2=-1),
+    "einsum": lambda call, *a: np.einsum(call.param("subscripts"), *a),
+    "expand_matrix": lambda call, x: np.asarray(x)[..., None, None],
+    "eye": lambda call, a: np.eye(a.shape[-1]),
+    "unreduce": _unreduce,
+    "count": lambda call, a: float(np.prod([a.shape[i] for i in call.param("axes")])),
+}
+assert set(_CALLS) == ir.CALL_FUNCTIONS
+
+
+# ------------------------------------------------------------------ the check
+
+
+def _run(op: ir.OpIR, evaluator: _Evaluator, inputs: dict, upstreams=None):
+    env = dict(inputs)
+    with np.errstate(all="ignore"):
+        for stmt in op.forward:
+            env[stmt.target] = evaluator.value(stmt.value, env)
+        outputs = [np.broadcast_to(env[o.name], env[o.name].shape) for o in op.outputs]
+        if upstreams is None:
+            return outputs, None
+        for name, u in zip(op.upstreams, upstreams):
+            env[name] = u
+        for stmt in op.backward:
+            env[stmt.target] = evaluator.value(stmt.value, env)
+    grads = {i.name: env[i.grad] for i in op.inputs if i.grad}
+    return outputs, grads
+
+
+def _finite(arrays) -> bool:
+    return all(np.all(np.isfinite(a)) for a in arrays)
+
+
+def verify_op(op: ir.OpIR) -> bool:
+    """Check every derived gradient of ``op`` against central differences.
+
+    Returns:
+        True when checked; False when no tried input range gives finite values.
+
+    Raises:
+        VerificationError: a gradient disagrees at two different random points.
+    """
+    if not any(i.grad for i in op.inputs):
+        return True
+    evaluator = _Evaluator()
+    rng = np.random.default_rng(zlib.crc32(op.name.encode()))
+    complex_op = op.dtype in COMPLEX_DTYPES
+    failures: dict = {}
+    checked = 0
+    for shapes in op.example_shapes:
+        for low, high in RANGES:
+            inputs = {}
+            for spec, shape in zip(op.inputs, shapes):
+                if spec.dtype in INT_DTYPES:
+                    inputs[spec.name] = rng.integers(1, 4, shape).astype(np.float64)
+                    continue
+                value = rng.uniform(low, high, shape)
+                if complex_op:
+                    value = value + 1j * rng.uniform(-0.3, 0.3, shape)
+                inputs[spec.name] = value
+            try:
+                outputs, _ = _run(op, evaluator, inputs)
+            except (ValueError, np.linalg.LinAlgError):
+                break  # these sizes do not broadcast: try the next example shapes
+            if not _finite(outputs):
+                continue
+            upstreams = [_random_like(rng, o, complex_op) for o in outputs]
+            _, grads = _run(op, evaluator, inputs, upstreams)
+            if not _finite(grads.values()):
+                continue
+            for name, grad in grads.items():
+                if np.shape(grad) != np.shape(inputs[name]):
+                    raise VerificationError(
+                        op.name, name, math.inf, math.inf,
+                        f"has shape {list(np.shape(grad))}, not the input's "
+                        f"{list(np.shape(inputs[name]))}",
+                    )
+                error = _directional_error(op, evaluator, inputs, upstreams, name, grad, rng)
+                if error is None:
+                    continue
+                failures.setdefault(name, []).append(error)
+                if len(failures[name]) >= 2:
+                    abs_error, rel_error = failures[name][-1]
+                    raise VerificationError(op.name, name, abs_error, rel_error)
+            checked += 1
+            if checked >= 2:
+                return True
+    return checked > 0
+
+
+def _random_like(rng, array, complex_op):
+    value = rng.normal(size=np.shape(array))
+    if complex_op:
+        value = value + 1j * rng.normal(size=np.shape(array))
+    return value
+
+
+def _directional_error(op, evaluator, inputs, upstreams, name, grad, rng):
+    """(abs, rel) error of the derived directional derivative, or None if it agrees."""
+    x = inputs[name]
+    e = rng.normal(size=np.shape(x))
+    h = STEP * max(1.0, float(np.max(np.abs(x))) if np.size(x) else 1.0)
+    plus = dict(inputs, **{name: x + h * e})
+    minus = dict(inputs, **{name: x - h * e})
+    f_plus, _ = _run(op, evaluator, plus)
+    f_minus, _ = _run(op, evaluator, minus)
+    numeric = sum(
+        np.sum(np.conj(u) * (p - m)) / (2 * h)
+        for u, p, m in zip(upstreams, f_plus, f_minus)
+    )
+    derived = np.sum(np.conj(grad) * e)
+    scale = float(np.sum(np.abs(np.conj(grad) * e))) + abs(numeric)
+    error = abs(numeric - derived)
+    if not np.isfinite(numeric) or error <= RTOL * scale + ATOL:
+        return None
+    return float(error), float(error / max(scale, 1e-300))

@@ -1,0 +1,61 @@
+"""Build-time verification: derived VJPs checked against finite differences (NumPy)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+import gradgen.derive
+import gradgen.shapes
+from conftest import EXAMPLES
+from gradgen.cli import main
+from gradgen.derive import derive_op
+from gradgen.spec import load_spec, parse_spec
+from gradgen.verify import VerificationError, verify_op
+
+
+@pytest.mark.parametrize("spec", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_example_op_verifies(spec):
+    doc = load_spec(EXAMPLES / spec)
+    for index in range(len(doc.model.ops)):
+        assert verify_op(derive_op(doc, index)) is True, doc.model.ops[index].name
+
+
+def test_a_wrong_partial_fails_the_build_with_exit_3(tmp_path, monkeypatch):
+    original = gradgen.derive._Deriver._partial
+    monkeypatch.setattr(
+        gradgen.derive._Deriver, "_partial", lambda self, *a: 2 * original(self, *a)
+    )
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    os.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["build", "examples/seeds.yaml", "-o", "out"])
+    assert result.exit_code == 3
+    assert result.stderr.startswith("examples/seeds.yaml:8:5: error: op 'bar': the derived "
+                                    "gradient for input 'x' does not match finite differences")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_wrong_unbroadcast_is_caught(monkeypatch):
+    original = gradgen.shapes.reduction_plan
+
+    def drop_keep_axes(a, b):
+        plan = original(a, b)
+        if isinstance(plan, gradgen.shapes.StaticReduction):
+            return gradgen.shapes.StaticReduction(plan.drop_axes, ())
+        return plan
+
+    monkeypatch.setattr(gradgen.shapes, "reduction_plan", drop_keep_axes)
+    doc = load_spec(EXAMPLES / "seeds.yaml")
+    with pytest.raises(VerificationError, match=r"has shape \[10, 5\], not the input's"):
+        verify_op(derive_op(doc, 0))
+
+
+def test_an_op_finite_nowhere_is_not_checked():
+    doc = parse_spec(
+        b"version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+        b"    output: log(-1 - x**2)\n", "s.yaml",
+    )
+    assert verify_op(derive_op(doc, 0)) is False
