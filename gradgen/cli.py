@@ -1,96 +1,328 @@
 """The ``gradgen`` command line.
 
-Consumes: command-line arguments. Guarantees: exit status 0 when all is well, 1 when
-``check`` finds stale or missing output, 2 for a bad spec or bad usage (every problem
-printed as ``file:line:col: error: ...`` on stderr, nothing written), 123 for an internal
-error. Never a Python traceback for a user error. TensorFlow is never imported.
+Consumes: command-line arguments, and ``[tool.gradgen]`` in the nearest
+``pyproject.toml`` when no spec is named. Guarantees, for every command:
+
+* exit status 0 when all is well, 1 when ``check`` finds stale, missing or orphaned
+  output, 2 for a bad spec or bad usage (every problem printed as
+  ``file:line:col: error: ...`` on stderr, nothing written), 3 when a derived gradient
+  fails the numerical verification (nothing written), 123 for an internal error;
+* never a Python traceback for a user error;
+* TensorFlow is never imported.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 import traceback
+from pathlib import Path
 
 import click
 
 from . import __version__
-from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_STALE, GradgenError, SpecError
+from .errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_STALE,
+    GradgenError,
+    SpecError,
+    UsageError,
+)
 
-OUT_HELP = "Output folder for generated modules."
+MAX_DIFF_LINES = 200
 
 
-def _fail(error: GradgenError) -> None:
+# ------------------------------------------------------------------ reporting
+
+
+class Reporter:
+    """Where the command's messages go, in the chosen verbosity and error format."""
+
+    def __init__(self, verbosity: int = 0, error_format: str = "text"):
+        self.verbosity = verbosity
+        self.error_format = error_format
+        self._started = time.monotonic()
+        self._progress_shown = False
+
+    def info(self, message: str) -> None:
+        """A summary line (hidden by -q)."""
+        if self.verbosity >= 0:
+            click.echo(message)
+
+    def detail(self, message: str) -> None:
+        """A per-file line (shown by -v)."""
+        if self.verbosity > 0:
+            click.echo(message)
+
+    def error(self, message: str, location=None, title: str = "gradgen") -> None:
+        if self.error_format == "github":
+            props = []
+            if location is not None:
+                props = [f"file={location.path}", f"line={location.line}",
+                         f"col={location.col}"]
+            props.append(f"title={title}")
+            click.echo(f"::error {','.join(props)}::{_escape(message)}", err=True)
+        else:
+            prefix = f"{location}: error: " if location is not None else "gradgen: error: "
+            click.echo(prefix + message, err=True)
+
+    def progress(self, label: str) -> None:
+        """Called per op; shows a progress line on a terminal once a second has passed."""
+        if self.verbosity < 0 or not sys.stderr.isatty():
+            return
+        if time.monotonic() - self._started < 1.0:
+            return
+        self._progress_shown = True
+        click.echo(f"\r\x1b[Kderiving {label}", err=True, nl=False)
+
+    def end_progress(self) -> None:
+        if self._progress_shown:
+            click.echo("\r\x1b[K", err=True, nl=False)
+            self._progress_shown = False
+
+
+def _escape(message: str) -> str:
+    """GitHub workflow-command escaping of a message."""
+    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _fail(error: GradgenError, reporter: Reporter) -> None:
+    reporter.end_progress()
     if isinstance(error, SpecError):
-        for diagnostic in error.diagnostics:
-            click.echo(diagnostic.format(), err=True)
+        for d in error.diagnostics:
+            if reporter.error_format == "github":
+                body = d.format().split(": error: ", 1)[1]
+                reporter.error(body, d.location)
+            else:
+                click.echo(d.format(), err=True)
         n = len(error.diagnostics)
-        click.echo(f"gradgen: {n} error{'s' if n != 1 else ''}; nothing written", err=True)
-    elif getattr(error, "location", None) is not None:
-        click.echo(f"{error.location}: error: {error}", err=True)
+        if reporter.error_format != "github":
+            click.echo(f"gradgen: {n} error{'s' if n != 1 else ''}; nothing written", err=True)
     else:
-        click.echo(f"gradgen: error: {error}", err=True)
+        reporter.error(str(error), getattr(error, "location", None))
     sys.exit(error.exit_code)
 
 
-def _run(action):
+def _run(action, reporter: Reporter):
     try:
-        return action()
+        result = action()
+        reporter.end_progress()
+        return result
     except GradgenError as e:
-        _fail(e)
+        _fail(e, reporter)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception:  # a gradgen bug: say so, with the traceback for the report
+        reporter.end_progress()
         click.echo("gradgen: internal error (please report it with this output):", err=True)
         click.echo(traceback.format_exc(), err=True)
         sys.exit(EXIT_INTERNAL)
 
 
+# ------------------------------------------------------------------ options
+
+
+def _common(f):
+    f = click.option("-v", "--verbose", "verbosity", flag_value=1, help="One line per file.")(f)
+    f = click.option("-q", "--quiet", "verbosity", flag_value=-1, help="No output on success.")(f)
+    f = click.option(
+        "--error-format", type=click.Choice(["text", "github"]), default=None,
+        help="text (default), or github for GitHub Actions annotations.",
+    )(f)
+    f = click.option("--no-verify", is_flag=True, default=None,
+                     help="Skip the numerical check of derived gradients.")(f)
+    f = click.option("-o", "--out", "out_dir", default=None,
+                     help="Output folder (default: [tool.gradgen] out, else generated).")(f)
+    f = click.argument("specs", nargs=-1, type=click.Path(dir_okay=False))(f)
+    return f
+
+
+def _settings(specs, out_dir, no_verify, verbosity, error_format):
+    """Resolve command-line options against ``[tool.gradgen]``."""
+    from .config import load_config
+
+    reporter = Reporter(verbosity or 0, error_format or "text")
+    config = _run(lambda: load_config(Path.cwd()), reporter)
+    if error_format is None and config.error_format:
+        reporter.error_format = config.error_format
+    if not specs:
+        specs = _run(config.spec_paths, reporter)
+    out = out_dir or config.out or "generated"
+    verify = not no_verify if no_verify is not None else config.verify
+    return list(specs), out, verify, config, reporter
+
+
+# ------------------------------------------------------------------ commands
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gradgen")
 def main() -> None:
-    """Generate TensorFlow custom-gradient ops from YAML specs."""
+    """Generate TensorFlow custom-gradient ops from YAML specs.
+
+    Exit status: 0 ok, 1 stale output (check), 2 bad spec or usage, 3 a derived gradient
+    failed verification, 123 internal error.
+    """
 
 
 @main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="generated", show_default=True, help=OUT_HELP)
-def build(specs: tuple[str, ...], out_dir: str) -> None:
+@_common
+@click.option("--prune", is_flag=True, help="Delete orphaned generated files.")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option("--emit-tests", "tests_dir", default=None,
+              help="Also write a pytest module per spec into this folder.")
+def build(specs, out_dir, no_verify, verbosity, error_format, prune, dry_run, tests_dir):
     """Write OUT/<module>.py for each SPEC (only files whose bytes change)."""
+    specs, out, verify, config, reporter = _settings(
+        specs, out_dir, no_verify, verbosity, error_format
+    )
+    tests_dir = tests_dir or config.emit_tests
 
     def action():
-        from .emit import generate, write_outputs
+        from .emit import apply, generate_all, generate_tests, plan, write_files
 
-        files = generate(list(specs), out_dir)
-        statuses = write_outputs(files, out_dir)
-        written = sum(s.state != "unchanged" for s in statuses)
-        click.echo(f"{written} written, {len(statuses) - written} unchanged")
-
-    _run(action)
-    sys.exit(EXIT_OK)
-
-
-@main.command()
-@click.argument("specs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="generated", show_default=True, help=OUT_HELP)
-def check(specs: tuple[str, ...], out_dir: str) -> None:
-    """Exit 1 with a diff if OUT is missing or differs from what build would write."""
-
-    def action():
-        from .emit import compare_outputs, generate
-
-        files = generate(list(specs), out_dir)
-        stale = [s for s in compare_outputs(files, out_dir) if s.state != "unchanged"]
-        for status in stale:
-            click.echo(status.diff, nl=False)
-        if stale:
-            names = ", ".join(f"{s.path} ({s.state})" for s in stale)
-            click.echo(
-                f"gradgen: stale generated code: {names}; run: gradgen build "
-                f"{' '.join(specs)} -o {out_dir}",
-                err=True,
+        generated = generate_all(specs, out, verify, reporter.progress)
+        files = {f"{g.doc.model.module}.py": g.text for g in generated}
+        statuses = plan(files, out, specs)
+        reporter.end_progress()
+        verb = {"changed": "write", "missing": "write", "orphaned": "prune" if prune else
+                "orphaned", "unchanged": "unchanged"}
+        if not dry_run:
+            apply(statuses, files, out, prune)
+        for s in statuses:
+            word = verb[s.state]
+            if not dry_run and word in ("write", "prune"):
+                word = {"write": "wrote", "prune": "pruned"}[word]
+            reporter.detail(f"{word} {Path(out) / s.path}")
+        written = sum(s.state in ("changed", "missing") for s in statuses)
+        unchanged = sum(s.state == "unchanged" for s in statuses)
+        orphans = sum(s.state == "orphaned" for s in statuses)
+        summary = f"{written} written, {unchanged} unchanged"
+        if orphans:
+            summary += f", {orphans} pruned" if prune else (
+                f", {orphans} orphaned (--prune deletes)"
             )
-            return EXIT_STALE
-        click.echo(f"{len(files)} up to date")
+        if tests_dir:
+            test_files = generate_tests(generated, tests_dir, out)
+            if not dry_run:
+                test_statuses = write_files(test_files, tests_dir)
+                tests_written = sum(s.state != "unchanged" for s in test_statuses)
+                summary += f"; tests: {tests_written} written"
+        reporter.info(("dry run: " if dry_run else "") + summary.replace(
+            "written", "to write" if dry_run else "written"))
         return EXIT_OK
 
-    sys.exit(_run(action))
+    sys.exit(_run(action, reporter))
+
+
+@main.command()
+@_common
+@click.option("--emit-tests", "tests_dir", default=None,
+              help="Also check the pytest modules build --emit-tests writes there.")
+@click.option("--max-diff-lines", default=MAX_DIFF_LINES, show_default=True,
+              help="Cap on the diff lines printed per file.")
+def check(specs, out_dir, no_verify, verbosity, error_format, tests_dir, max_diff_lines):
+    """Exit 1 with a diff if OUT is missing, stale or has orphans; 0 if all current."""
+    specs, out, verify, config, reporter = _settings(
+        specs, out_dir, no_verify, verbosity, error_format
+    )
+    tests_dir = tests_dir or config.emit_tests
+
+    def action():
+        from .emit import generate_all, generate_tests, plan
+
+        generated = generate_all(specs, out, verify, reporter.progress)
+        files = {f"{g.doc.model.module}.py": g.text for g in generated}
+        statuses = [(out, s) for s in plan(files, out, specs)]
+        if tests_dir:
+            test_files = generate_tests(generated, tests_dir, out)
+            statuses += [(tests_dir, s) for s in plan(test_files, tests_dir, [])
+                         if s.state != "orphaned"]
+        reporter.end_progress()
+        stale = [(folder, s) for folder, s in statuses if s.state != "unchanged"]
+        for folder, s in statuses:
+            reporter.detail(f"{s.state} {Path(folder) / s.path}")
+        if not stale:
+            reporter.info(f"{len(statuses)} up to date")
+            return EXIT_OK
+        for folder, s in stale:
+            lines = s.diff.splitlines(keepends=True)
+            click.echo("".join(lines[:max_diff_lines]), nl=False)
+            if len(lines) > max_diff_lines:
+                click.echo(f"... ({len(lines) - max_diff_lines} more diff lines)")
+            if reporter.error_format == "github":
+                reporter.error(_describe(s), _Where(str(Path(folder) / s.path)), "stale")
+        names = "; ".join(f"{Path(folder) / s.path}: {_describe(s)}" for folder, s in stale)
+        named = [p for p in specs if p not in config.spec_paths_or_empty()]
+        command = "gradgen build" + (" " + " ".join(specs) if named else "")
+        command += f" -o {out}" if out_dir else ""
+        command += f" --emit-tests {tests_dir}" if tests_dir and tests_dir != config.emit_tests else ""
+        prune = " --prune" if any(s.state == "orphaned" for _, s in stale) else ""
+        click.echo(f"gradgen: stale generated code ({names}); run: {command}{prune}", err=True)
+        return EXIT_STALE
+
+    sys.exit(_run(action, reporter))
+
+
+class _Where:
+    def __init__(self, path):
+        self.path, self.line, self.col = path, 1, 1
+
+    def __str__(self):
+        return self.path
+
+
+def _describe(status) -> str:
+    if status.state == "changed":
+        return "changed ops: " + ", ".join(status.ops) if status.ops else "changed"
+    if status.state == "orphaned":
+        return "orphaned, " + status.ops[0]
+    return status.state
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("op", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              help="markdown (with LaTeX) for a pull-request comment.")
+def explain(spec, op, fmt):
+    """Show each op's forward, partials, stable rewrites and reduction axes."""
+    reporter = Reporter()
+
+    def action():
+        from .explain import explain_spec
+
+        click.echo(explain_spec(spec, op, fmt), nl=False)
+        return EXIT_OK
+
+    sys.exit(_run(action, reporter))
+
+
+@main.command()
+@click.argument("path", default="spec.yaml", type=click.Path(dir_okay=False))
+def init(path):
+    """Write a commented starter spec to PATH (default spec.yaml)."""
+    reporter = Reporter()
+
+    def action():
+        from .render import starter_spec
+
+        target = Path(path)
+        if target.exists():
+            raise UsageError(f"{path} exists; not overwriting it")
+        target.write_text(starter_spec(target.stem), encoding="utf-8")
+        reporter.info(f"wrote {path}; build it with: gradgen build {path}")
+        return EXIT_OK
+
+    sys.exit(_run(action, reporter))
+
+
+@main.command()
+def schema():
+    """Print the JSON Schema of a spec."""
+    from .spec import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2, sort_keys=False))
+    sys.exit(EXIT_OK)

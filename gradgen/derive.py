@@ -256,10 +256,16 @@ class _Deriver:
             vjp_docs += self._node_vjp(state, node, g, name, partial_docs)
 
         grads = {}
+        self.reductions = []
         for v in p.inputs:
             if not v.differentiable:
                 continue
             contributions = state.contributions.pop(v.symbol, [])
+            plans = [
+                sh.describe_reduction(sh.reduction_plan(v.shape, c.shape), v.shape, c.shape)
+                for c in contributions
+            ]
+            self.reductions.append((v.name, tuple(dict.fromkeys(plans))))
             target = self.scope.claim(f"grad_{v.name}")
             grads[v.name] = target
             if contributions:
@@ -317,13 +323,17 @@ class _Deriver:
             ),
             single=p.single,
             forward=casts + forward,
+            reference=casts + self._reference(node_targets, out_locals),
             upstreams=tuple(u.name for u in upstreams),
             backward=backward,
             forward_text=self._forward_text(outputs, out_locals),
+            forward_exprs=self._forward_exprs(out_locals),
+            reductions=tuple(self.reductions),
             partials=tuple(partial_docs),
             vjp_text=tuple(vjp_docs),
             named_dims=self._named_dims(),
             example_shapes=self._example_shapes(),
+            solves=any(n.op in ("inverse", "det", "logdet") for n in p.nodes),
             rewrites=tuple(
                 f"{name}: "
                 + (stable.RULES_BY_NAME[name].identity if name in stable.RULES_BY_NAME
@@ -410,7 +420,7 @@ class _Deriver:
                 continue
             label = f"d({out_name})/d({v.name})"
             d = self._partial(expr, v, key, label)
-            docs.append(ir.PartialIR(out_name, v.name, self._show(d)))
+            docs.append(ir.PartialIR(out_name, v.name, self._show(d), self._shown(d)))
             if d == 0:
                 continue
             d_code = self._finalize(d, partial=True)
@@ -678,15 +688,25 @@ class _Deriver:
             lines.append(f"{out_locals[o.name]} = {self._show(o.term.expr)}")
         return tuple(lines)
 
-    def _show(self, expr, upto: int | None = None) -> str:
-        """Formula text for docs and comments: ``where`` names in place of their
-        expressions (the first ``upto`` of them), node symbols as their operations."""
+    def _forward_exprs(self, out_locals) -> tuple:
+        pairs = [(name, self._shown(term.expr, upto=i)) for i, (name, term) in
+                 enumerate(self.p.where)]
+        pairs += [(out_locals[o.name], self._shown(o.term.expr)) for o in self.p.outputs]
+        return tuple(pairs)
+
+    def _shown(self, expr, upto: int | None = None):
+        """``expr`` for display: ``where`` names in place of their expressions (the
+        first ``upto`` of them), node symbols as their operations."""
         where = self.p.where if upto is None else self.p.where[:upto]
         mapping = {}
         for name, term in reversed(where):
             mapping[term.expr] = sympy.Symbol(name)
             mapping[self._rewritten(term.expr)] = sympy.Symbol(name)
-        shown = self._display(expr.xreplace(self._inverse_rename()).xreplace(mapping))
+        return self._display(expr.xreplace(self._inverse_rename()).xreplace(mapping))
+
+    def _show(self, expr, upto: int | None = None) -> str:
+        """Formula text for docs and comments (see :meth:`_shown`)."""
+        shown = self._shown(expr, upto)
         indicators = {
             p: sympy.Symbol(f"[{sympy.sstr(p.args[0].cond)}]")
             for p in shown.atoms(sympy.Piecewise)
@@ -710,6 +730,27 @@ class _Deriver:
                 mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
             self._display_map = mapping
         return expr.xreplace(self._display_map)
+
+    def _reference(self, node_targets, out_locals) -> tuple:
+        """The forward as written (no stable rewrites, no guards, no CSE), for tests that
+        compare the generated gradient with TensorFlow's autodiff of this forward."""
+        out = []
+        for n in self.p.nodes:
+            new = self.rename[n.symbol]
+            args = tuple(
+                self._as_written(
+                    guards.kinks_to_piecewise(a.xreplace(self.rename)), shape, self._leaves(a)
+                )
+                for a, shape in zip(n.args, n.arg_shapes)
+            )
+            out.append(ir.Statement(node_targets[new], self._forward_call(n, args)))
+        for o in self.p.outputs:
+            expr = guards.kinks_to_piecewise(o.term.expr.xreplace(self.rename))
+            if expr in node_targets and node_targets[expr] == out_locals[o.name]:
+                continue
+            value = self._as_written(expr, o.term.shape, o.term.leaves)
+            out.append(ir.Statement(out_locals[o.name], value))
+        return tuple(out)
 
     def _example_shapes(self) -> tuple:
         """Concrete input shapes for verification: named dims distinct (4, 5, ...) and

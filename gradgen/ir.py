@@ -150,11 +150,13 @@ class OutputIR:
 
 @dataclass(frozen=True)
 class PartialIR:
-    """A partial derivative for the docstring: d(output)/d(wrt) = formula."""
+    """A partial derivative: d(output)/d(wrt) = formula (text) = expr (SymPy, with
+    ``where`` names and node operations shown as symbols, for ``gradgen explain``)."""
 
     output: str
     wrt: str
     formula: str
+    expr: Any = None
 
 
 @dataclass(frozen=True)
@@ -169,15 +171,21 @@ class OpIR:
         inputs, outputs: in spec order.
         single: True when the op returns one tensor rather than a tuple.
         forward: statements of the forward pass (in the custom-gradient function).
+        reference: the forward as written, without stable rewrites or guards (emitted
+            tests differentiate it with TensorFlow's autodiff).
         upstreams: parameter names of the gradient function, one per output.
         backward: statements of the gradient function.
         forward_text: the forward computation as formulas, for the docstring.
+        forward_exprs: (name, SymPy expression) pairs of the same, for ``explain``.
+        reductions: (input, how its gradient is unbroadcast) pairs.
         partials: partial derivatives, for the docstring.
         vjp_text: VJP rules of non-elementwise ops, for the docstring.
         named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
         rewrites: the stable rewrites used (``name: identity``), for the docstring.
         example_shapes: concrete input shapes that broadcast as declared (unknown and
             named dims instantiated), for build-time verification; several variants.
+        solves: the op inverts matrices (inverse, det, log(det)): tests should use
+            well-conditioned square inputs.
         key: spec key path of the op.
     """
 
@@ -189,14 +197,18 @@ class OpIR:
     outputs: tuple[OutputIR, ...]
     single: bool
     forward: tuple[Statement, ...]
+    reference: tuple[Statement, ...]
     upstreams: tuple[str, ...]
     backward: tuple[Statement, ...]
     forward_text: tuple[str, ...]
+    forward_exprs: tuple
+    reductions: tuple
     partials: tuple[PartialIR, ...]
     vjp_text: tuple[str, ...]
     named_dims: tuple
     rewrites: tuple[str, ...]
     example_shapes: tuple
+    solves: bool
     key: tuple
 
 

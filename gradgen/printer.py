@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 
 import sympy
 from sympy.codegen.cfunctions import Sqrt, expm1, log1p
@@ -34,20 +33,28 @@ from . import ir
 
 @contextlib.contextmanager
 def _without_tensorflow():
-    """Import SymPy's TensorFlow printer without importing TensorFlow.
+    """Import SymPy's TensorFlow printer without importing (or trying to import)
+    TensorFlow.
 
-    ``sympy.printing.tensorflow`` calls ``import_module('tensorflow')`` at import time,
-    only to read ``tensorflow.__version__``. gradgen passes the version explicitly, and
-    generating code must not import TensorFlow (slow, and not a dependency).
+    ``sympy.printing.tensorflow`` calls ``sympy.external.import_module('tensorflow')`` at
+    import time, only to read ``tensorflow.__version__``. gradgen passes the version
+    explicitly, and generating code must not import TensorFlow (slow, and not a
+    dependency), so that one call is answered with None while the module loads.
     """
-    already = "tensorflow" in sys.modules
-    if not already:
-        sys.modules["tensorflow"] = None  # makes `import tensorflow` raise ImportError
+    import sympy.external
+
+    original = sympy.external.import_module
+
+    def import_module(module, *args, **kwargs):
+        if module == "tensorflow":
+            return None
+        return original(module, *args, **kwargs)
+
+    sympy.external.import_module = import_module
     try:
         yield
     finally:
-        if not already:
-            del sys.modules["tensorflow"]
+        sympy.external.import_module = original
 
 
 with _without_tensorflow():

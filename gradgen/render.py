@@ -220,3 +220,70 @@ def render_module(module: ir.ModuleIR) -> str:
         helpers=sorted(helpers),
         ops=views,
     )
+
+
+def render_tests(module: ir.ModuleIR, module_path: str, ranges: dict) -> str:
+    """Render the pytest module that checks ``module``'s ops (see
+    :func:`gradgen.emit.generate_tests`).
+
+    Args:
+        module: the generated module's IR.
+        module_path: path of the generated module relative to the test's folder.
+        ranges: {op name: (low, high) input range where verification sampled, or None}.
+    """
+    ops = []
+    uses_math = False
+    for op in module.ops:
+        printer = TFPrinter(op.dtype)
+        reference = _statements(printer, op.reference, op, "the reference forward", indent=4)
+        uses_math |= printer.uses_math
+        outputs = [o.name for o in op.outputs]
+        low, high = ranges.get(op.name) or (0.5, 1.5)
+        cases = [
+            repr(
+                (
+                    op.name,
+                    tuple(i.dtype for i in op.inputs),
+                    tuple(i.differentiable for i in op.inputs),
+                    tuple(tuple(s) for s in shapes),
+                    (low, high),
+                    op.solves,
+                )
+            )
+            for shapes in op.example_shapes
+        ]
+        ops.append(
+            {
+                "name": op.name,
+                "params": ", ".join(i.name for i in op.inputs),
+                "reference": reference,
+                "helpers": sorted(printer.helpers),
+                "returns": outputs[0] if op.single else "(" + ", ".join(outputs) + ",)",
+                "cases": cases,
+            }
+        )
+    helpers = sorted({h for op in ops for h in op["helpers"]})
+    template = _environment().get_template("test_module.py.j2")
+    return template.render(
+        version=module.gradgen_version,
+        spec_path=module.spec_path,
+        spec_sha256=module.spec_sha256,
+        module=module.name,
+        module_path=module_path,
+        uses_math=uses_math,
+        helpers=helpers,
+        ops=ops,
+    )
+
+
+def starter_spec(module: str) -> str:
+    """The commented starter spec that ``gradgen init`` writes (module name from the file
+    name, made a valid identifier)."""
+    import re
+
+    from .naming import reserved_reason
+
+    name = re.sub(r"[^A-Za-z0-9_]", "_", module).strip("_") or "ops"
+    if not name[0].isalpha() or reserved_reason(name):
+        name = f"ops_{name}".rstrip("_")
+    return _environment().get_template("starter.yaml.j2").render(module=name)

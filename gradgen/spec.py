@@ -650,3 +650,81 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
             )
         ops.append(op.model_copy(update={"inputs": inputs}))
     return model.model_copy(update={"ops": ops}), problems
+
+
+# ------------------------------------------------------------------- JSON Schema
+
+_DESCRIPTIONS = {
+    "ModuleSpec": "A gradgen spec (version 1): one generated Python module of TensorFlow "
+    "ops with custom gradients.",
+    "OpSpec": "One op: a public function whose gradient is the derived VJP.",
+    "InputSpec": "An input in the long form; the short form is the shape list alone.",
+    ("ModuleSpec", "version"): "Spec format version; must be 1.",
+    ("ModuleSpec", "module"): "Python identifier; the output file is <out>/<module>.py.",
+    ("ModuleSpec", "dtype"): "Default dtype of every input.",
+    ("ModuleSpec", "doc"): "Module docstring.",
+    ("ModuleSpec", "ops"): "The ops, in order.",
+    ("OpSpec", "name"): "Python identifier, unique in the module.",
+    ("OpSpec", "doc"): "The op's docstring summary.",
+    ("OpSpec", "inputs"): "Inputs in argument order: a shape list, or {shape, dtype, "
+    "differentiable}.",
+    ("OpSpec", "where"): "Named intermediates, in order; each may use the inputs and "
+    "earlier intermediates.",
+    ("OpSpec", "output"): "The one output's expression (the op returns one tensor).",
+    ("OpSpec", "outputs"): "Named outputs' expressions (the op returns a tuple in order).",
+    ("InputSpec", "shape"): "Dims: a size >= 0, null (known at run time) or a dim name "
+    "(the same size wherever the name appears in the op).",
+    ("InputSpec", "dtype"): "The input's dtype (default: the module's dtype).",
+    ("InputSpec", "differentiable"): "Whether a gradient is returned (default: true for "
+    "float and complex dtypes; integers are never differentiated).",
+}
+
+
+def json_schema() -> dict:
+    """The JSON Schema of a spec (draft 2020-12), for editors and CI validators.
+
+    Built from the pydantic models, with the forms the loader also accepts: an input
+    given as its shape list alone, and an expression written as a YAML number.
+    """
+    schema = ModuleSpec.model_json_schema()
+    defs = schema["$defs"]
+    expression = {"anyOf": [{"type": "string", "minLength": 1,
+                             "maxLength": MAX_EXPRESSION_CHARS}, {"type": "number"}]}
+    shape = defs["InputSpec"]["properties"]["shape"]
+    op = defs["OpSpec"]["properties"]
+    name_pattern = IDENTIFIER_RE.pattern
+
+    def mapping(values):
+        return {
+            "type": "object",
+            "patternProperties": {name_pattern: values},
+            "additionalProperties": False,
+        }
+
+    op["inputs"] = dict(
+        mapping({"anyOf": [shape, {"$ref": "#/$defs/InputSpec"}]}), minProperties=1
+    )
+    op["where"] = mapping(expression)
+    op["output"] = expression
+    op["outputs"] = dict(mapping(expression), minProperties=1)
+    defs["OpSpec"]["oneOf"] = [{"required": ["output"]}, {"required": ["outputs"]}]
+    schema["properties"]["version"] = {"const": SPEC_VERSION}
+    schema["properties"]["dtype"] = {"enum": list(DTYPES), "default": "float32"}
+    schema["properties"]["doc"] = {"type": "string"}
+    defs["OpSpec"]["properties"]["doc"] = {"type": "string"}
+    defs["InputSpec"]["properties"]["dtype"] = {"enum": list(DTYPES)}
+    defs["InputSpec"]["properties"]["differentiable"] = {"type": "boolean"}
+    for name, model in (("ModuleSpec", schema), ("OpSpec", defs["OpSpec"]),
+                        ("InputSpec", defs["InputSpec"])):
+        model["description"] = _DESCRIPTIONS[name]
+        model.pop("title", None)
+        for prop, body in model["properties"].items():
+            body.pop("title", None)
+            body["description"] = _DESCRIPTIONS[(name, prop)]
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://gradgen.dev/schema/spec-v1.json",
+        "title": "gradgen spec",
+        **schema,
+    }
+    return schema

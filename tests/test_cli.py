@@ -62,14 +62,15 @@ def test_build_then_check_then_stale(project):
     result = invoke("check", "examples/seeds.yaml", "-o", "out", cwd=project)
     assert result.exit_code == 1
     assert "+        out = 2*x*y" in result.stdout  # the docstring formula
-    assert "seeds.py (changed)" in result.stderr and "gradgen build" in result.stderr
+    assert "out/seeds.py: changed ops: bar" in result.stderr
+    assert result.stderr.rstrip().endswith("run: gradgen build examples/seeds.yaml -o out")
     assert out.read_bytes() == first  # check never writes
 
 
 def test_check_reports_missing_output(project):
     result = invoke("check", "examples/seeds.yaml", "-o", "out", cwd=project)
     assert result.exit_code == 1
-    assert "seeds.py (missing)" in result.stderr
+    assert "out/seeds.py: missing" in result.stderr
 
 
 def test_spec_error_writes_nothing(project):

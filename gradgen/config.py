@@ -1,0 +1,130 @@
+"""Project configuration: ``[tool.gradgen]`` in ``pyproject.toml``.
+
+Consumes: the nearest ``pyproject.toml`` at or above the working directory. Guarantees:
+:func:`load_config` returns a :class:`Config` (empty when there is no such table), or
+raises :class:`~gradgen.errors.UsageError` for an unreadable file, an unknown key (with a
+"did you mean" hint) or a value of the wrong type. Paths in the table are relative to
+the ``pyproject.toml``'s folder and are returned relative to the working directory.
+
+Example::
+
+    [tool.gradgen]
+    specs = ["specs/*.yaml"]      # globs; used when no spec is named on the command line
+    out = "src/mypkg/ops"         # output folder (default: generated)
+    emit_tests = "tests/gradgen"  # also write gradient tests there on build
+    verify = true                 # numerical check of derived gradients (default true)
+    error_format = "text"         # or "github"
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+KEYS = {"specs": list, "out": str, "emit_tests": str, "verify": bool, "error_format": str}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings from ``[tool.gradgen]`` (paths already relative to the working dir).
+
+    Attributes:
+        source: the pyproject.toml read, or None.
+        specs: spec globs.
+        out, emit_tests: folders, or None.
+        verify: run the numerical verification.
+        error_format: "text", "github" or None.
+    """
+
+    source: str | None = None
+    specs: tuple[str, ...] = ()
+    out: str | None = None
+    emit_tests: str | None = None
+    verify: bool = True
+    error_format: str | None = None
+
+    def spec_paths_or_empty(self) -> list[str]:
+        """The configured spec files, or [] when none are configured or matched."""
+        try:
+            return self.spec_paths()
+        except UsageError:
+            return []
+
+    def spec_paths(self) -> list[str]:
+        """The spec files the globs match, sorted.
+
+        Raises:
+            UsageError: no globs configured, or they match nothing.
+        """
+        if not self.specs:
+            raise UsageError(
+                "no spec files given; name them, or set specs in [tool.gradgen] of "
+                "pyproject.toml"
+            )
+        paths = sorted({p for pattern in self.specs for p in glob.glob(pattern, recursive=True)})
+        if not paths:
+            raise UsageError(
+                f"[tool.gradgen] specs {list(self.specs)} match no file (in {self.source})"
+            )
+        return paths
+
+
+def find_pyproject(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(cwd: Path) -> Config:
+    """Read ``[tool.gradgen]`` from the nearest pyproject.toml (an empty Config if none)."""
+    path = find_pyproject(cwd)
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    table = data.get("tool", {}).get("gradgen")
+    if table is None:
+        return Config()
+    shown = os.path.relpath(path, cwd)
+    for key, value in table.items():
+        if key not in KEYS:
+            hint = difflib.get_close_matches(key, KEYS, n=1)
+            extra = f"; did you mean '{hint[0]}'?" if hint else ""
+            raise UsageError(
+                f"{shown}: unknown key '{key}' in [tool.gradgen]{extra} (allowed: "
+                f"{', '.join(sorted(KEYS))})"
+            )
+        if not isinstance(value, KEYS[key]) or (
+            key == "specs" and not all(isinstance(v, str) for v in value)
+        ):
+            raise UsageError(f"{shown}: [tool.gradgen] {key} has the wrong type")
+    if table.get("error_format", "text") not in ("text", "github"):
+        raise UsageError(f"{shown}: [tool.gradgen] error_format is text or github")
+    root = path.parent
+
+    def rel(p: str) -> str:
+        return os.path.relpath(root / p, cwd)
+
+    return Config(
+        source=shown,
+        specs=tuple(rel(p) for p in table.get("specs", [])),
+        out=rel(table["out"]) if "out" in table else None,
+        emit_tests=rel(table["emit_tests"]) if "emit_tests" in table else None,
+        verify=table.get("verify", True),
+        error_format=table.get("error_format"),
+    )
