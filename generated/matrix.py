@@ -227,7 +227,6 @@ def quadratic_form(x, W):
         out = sum((x @ transpose(W))*x, axis=[1])
 
     Partial derivatives:
-        d(out operand)/d(product) = x
         d(out operand)/d(x) = (x @ transpose(W))
 
     Vector-Jacobian products of the matrix operations:
@@ -335,9 +334,6 @@ def attention_scores(q, k, scale):
     Forward (float32):
         out = einsum('bqd,bkd->bqk', q, k)*scale
 
-    Partial derivatives:
-        d(out)/d(contraction) = scale
-
     Vector-Jacobian products of the matrix operations:
         VJP of contraction w.r.t. q: einsum('bqk,bkd->bqd', ...)
         VJP of contraction w.r.t. k: einsum('bqk,bqd->bkd', ...)
@@ -398,9 +394,7 @@ def layer(x, w, bias):
 
     Partial derivatives:
         d(h)/d(bias) = 1 - tanh((x @ w) + bias)**2
-        d(h)/d(product) = 1 - tanh((x @ w) + bias)**2
         d(average operand)/d(bias) = 1 - tanh((x @ w) + bias)**2
-        d(average operand)/d(product) = 1 - tanh((x @ w) + bias)**2
 
     Vector-Jacobian products of the matrix operations:
         VJP of average w.r.t. tanh(bias + product): upstream_average broadcast, divided
@@ -469,10 +463,6 @@ def inverse_trace(M):
 
     Forward (float32):
         out = det(M) + trace(inverse(M))
-
-    Partial derivatives:
-        d(out)/d(det) = 1
-        d(out)/d(trace) = 1
 
     Vector-Jacobian products of the matrix operations:
         VJP of det w.r.t. M: det*upstream * transpose(inverse(M))

@@ -254,7 +254,7 @@ def _polar_vjp(x, y):
 
 def scaled_sum(a, b, scale):
     """Two batches of rows of unknown count: either may have one row at run time and be
-        broadcast, so gradients are reduced with axes from run-time shapes.
+    broadcast, so gradients are reduced with axes from run-time shapes.
 
     Forward (float32):
         out = scale*(a + b)**2

@@ -882,25 +882,14 @@ def _sinc_vjp(x):
 
     Call `sinc`, which checks the arguments first.
     """
-    mask = tf.math.abs(x) > 0.26
-    x_safe = tf.where(mask, x, 0.26)
+    mask = tf.math.abs(x) > 0.14
+    x_safe = tf.where(mask, x, 0.14)
     inv_x_safe = 1.0 / x_safe
     t = inv_x_safe * tf.math.sin(x_safe)
     x_sq = x * x
     # sinc.output
     out = tf.where(
-        mask,
-        t,
-        x_sq
-        * (
-            x_sq
-            * (
-                x_sq * (x_sq * ((1.0 / 362880.0) - x_sq / 39916800.0) - (1.0 / 5040.0))
-                + (1.0 / 120.0)
-            )
-            - (1.0 / 6.0)
-        )
-        + 1.0,
+        mask, t, x_sq * (x_sq * ((1.0 / 120.0) - x_sq / 5040.0) - (1.0 / 6.0)) + 1.0
     )
 
     def grad(upstream):
@@ -908,15 +897,7 @@ def _sinc_vjp(x):
         grad_x = upstream * tf.where(
             mask,
             inv_x_safe * (-t + tf.math.cos(x_safe)),
-            x
-            * (
-                x_sq
-                * (
-                    x_sq * (x_sq * ((1.0 / 45360.0) - x_sq / 3991680.0) - (1.0 / 840.0))
-                    + (1.0 / 30.0)
-                )
-                - (1.0 / 3.0)
-            ),
+            x * (x_sq * ((1.0 / 30.0) - x_sq / 840.0) - (1.0 / 3.0)),
         )
         return grad_x
 
@@ -957,8 +938,8 @@ def _expm1_ratio_vjp(x):
 
     Call `expm1_ratio`, which checks the arguments first.
     """
-    mask = tf.math.abs(x) > 0.26
-    x_safe = tf.where(mask, x, 0.26)
+    mask = tf.math.abs(x) > 0.14
+    x_safe = tf.where(mask, x, 0.14)
     inv_x_safe = 1.0 / x_safe
     t = inv_x_safe * tf.math.expm1(x_safe)
     # expm1_ratio.output
@@ -971,27 +952,7 @@ def _expm1_ratio_vjp(x):
             * (
                 x
                 * (
-                    x
-                    * (
-                        x
-                        * (
-                            x
-                            * (
-                                x
-                                * (
-                                    x
-                                    * (
-                                        x * (x / 39916800.0 + (1.0 / 3628800.0))
-                                        + (1.0 / 362880.0)
-                                    )
-                                    + (1.0 / 40320.0)
-                                )
-                                + (1.0 / 5040.0)
-                            )
-                            + (1.0 / 720.0)
-                        )
-                        + (1.0 / 120.0)
-                    )
+                    x * (x * (x / 5040.0 + (1.0 / 720.0)) + (1.0 / 120.0))
                     + (1.0 / 24.0)
                 )
                 + (1.0 / 6.0)
@@ -1012,27 +973,7 @@ def _expm1_ratio_vjp(x):
                 * (
                     x
                     * (
-                        x
-                        * (
-                            x
-                            * (
-                                x
-                                * (
-                                    x
-                                    * (
-                                        x
-                                        * (
-                                            x * (x / 43545600.0 + (1.0 / 3991680.0))
-                                            + (1.0 / 403200.0)
-                                        )
-                                        + (1.0 / 45360.0)
-                                    )
-                                    + (1.0 / 5760.0)
-                                )
-                                + (1.0 / 840.0)
-                            )
-                            + (1.0 / 144.0)
-                        )
+                        x * (x * (x / 5760.0 + (1.0 / 840.0)) + (1.0 / 144.0))
                         + (1.0 / 30.0)
                     )
                     + 0.125

@@ -187,6 +187,8 @@ def build(specs, out_dir, no_verify, verbosity, error_format, prune, dry_run, te
         files = {f"{g.doc.model.module}.py": g.text for g in generated}
         statuses = plan(files, out, specs)
         reporter.end_progress()
+        if verify:
+            _note_unverified(generated, reporter)
         verb = {"changed": "write", "missing": "write", "orphaned": "prune" if prune else
                 "orphaned", "unchanged": "unchanged"}
         if not dry_run:
@@ -264,6 +266,17 @@ def check(specs, out_dir, no_verify, verbosity, error_format, tests_dir, max_dif
         return EXIT_STALE
 
     sys.exit(_run(action, reporter))
+
+
+def _note_unverified(generated, reporter: Reporter) -> None:
+    for g in generated:
+        for op, sampled in g.ranges.items():
+            if sampled is None and reporter.verbosity >= 0:
+                click.echo(
+                    f"gradgen: note: {g.doc.model.module}.{op} was not verified numerically "
+                    "(no finite sample in the tried input ranges, or shapes too large)",
+                    err=True,
+                )
 
 
 class _Where:

@@ -34,6 +34,7 @@ import sympy
 
 from . import functions as fn
 from . import guards, ir
+from .budget import BudgetExceeded, op_seconds, time_budget
 from . import shapes as sh
 from . import stable
 from .errors import Diagnostic, SpecError
@@ -42,6 +43,7 @@ from .naming import NameScope
 from .spec import SpecDocument, format_key_path
 
 FORMULA_MAX_CHARS = 400
+MAX_PARTIAL_OPS = 5000
 _UNPRINTABLE = (
     sympy.Derivative,
     sympy.Subs,
@@ -69,8 +71,26 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
         SpecError: from parsing, or when a derivative cannot be expressed with
             TensorFlow ops (the message names the op and the function).
     """
-    program = parse_op(doc, index)
-    return _Deriver(doc, program).run()
+    seconds = op_seconds()
+    try:
+        with time_budget(seconds):
+            program = parse_op(doc, index)
+            return _Deriver(doc, program).run()
+    except (BudgetExceeded, RecursionError) as e:
+        loc = ("ops", index)
+        reason = (
+            f"deriving this op took longer than {seconds:g} s"
+            if isinstance(e, BudgetExceeded) else "this op's expressions are nested too deeply"
+        )
+        raise SpecError(
+            Diagnostic(
+                doc.location(loc),
+                f"{reason}; simplify the expression, or split it into `where` "
+                "intermediates",
+                doc.model.ops[index].name,
+                None,
+            )
+        ) from None
 
 
 def simplify_partial(
@@ -408,6 +428,12 @@ class _Deriver:
     def _partial(self, expr, wrt, key, label):
         d, used = simplify_partial(sympy.diff(expr, wrt), self.rules)
         self.rules_used.update(used)
+        if sympy.count_ops(d) > MAX_PARTIAL_OPS:
+            raise self._error(
+                key,
+                f"the derivative {label} has more than {MAX_PARTIAL_OPS} operations; "
+                "split the expression into `where` intermediates",
+            )
         self._check_printable(d, key, f"derivative {label}")
         return d
 

@@ -8,8 +8,8 @@ Consumes: spec paths and an output folder. Guarantees:
 * every spec is loaded, derived, rendered and verified before anything is written; a
   :class:`~gradgen.errors.SpecError` (listing the problems of every spec) or a
   :class:`~gradgen.verify.VerificationError` leaves the output folder untouched;
-* :func:`apply` writes only files whose bytes change, each atomically (a temporary file
-  in the same folder, then ``os.replace``), and deletes (with ``prune``) only orphans:
+* :func:`apply` writes only files whose bytes change: all of them to temporary files in
+  the same folder first, then each renamed into place (``os.replace``); it deletes (with ``prune``) only orphans:
   files that carry gradgen's generated header and whose spec no longer produces them.
   It never overwrites or deletes a file without that header.
 """
@@ -312,8 +312,7 @@ def apply(
                 "header); refusing to overwrite it"
             )
     folder.mkdir(parents=True, exist_ok=True)
-    for status in writes:
-        _atomic_write(folder / status.path, files[status.path].encode("utf-8"))
+    _write_all([(folder / s.path, files[s.path].encode("utf-8")) for s in writes])
     for status in statuses:
         target = folder / status.path
         if status.state == "orphaned" and prune:
@@ -329,15 +328,24 @@ def write_files(files: dict[str, str], folder: str) -> list[FileStatus]:
     return statuses
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+def _write_all(items: list[tuple[Path, bytes]]) -> None:
+    """Write every file to a temporary file next to it, then rename them all into place.
+
+    An interruption while writing leaves every target untouched (the temporary files are
+    removed); the renames at the end are each atomic.
+    """
+    temps: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        for target, data in items:
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+            )
+            temps.append((tmp, target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)

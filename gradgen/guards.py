@@ -173,7 +173,9 @@ EPSILON = {
     "float32": 2.0**-23,
     "float64": 2.0**-52,
 }
-TAYLOR_DEGREE = 10
+# Degree of the Taylor polynomial per dtype: enough that the balanced error (below) is
+# under the stability suite's tolerance (float32: eps**(7/9) = 4e-6 for a pole of order 2).
+TAYLOR_DEGREE = {"float16": 6, "bfloat16": 6, "float32": 6, "float64": 10}
 
 
 def _pole_order(expr, v) -> int:
@@ -183,10 +185,10 @@ def _pole_order(expr, v) -> int:
     return int(sympy.ceiling(max(orders))) if orders else 0
 
 
-def _taylor(expr, v):
-    """Taylor polynomial of degree :data:`TAYLOR_DEGREE` at v = 0 in Horner form, or None."""
+def _taylor(expr, v, degree: int):
+    """Taylor polynomial of ``degree`` at v = 0 in Horner form, or None."""
     try:
-        series = sympy.series(_standard(expr), v, 0, TAYLOR_DEGREE + 1).removeO()
+        series = sympy.series(_standard(expr), v, 0, degree + 1).removeO()
         poly = sympy.Poly(series, v)
     except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError):
         return None
@@ -195,36 +197,73 @@ def _taylor(expr, v):
     return sympy.horner(poly.as_expr(), wrt=v)
 
 
+def _has_pole(expr, v) -> bool:
+    return any(p.base == v and p.exp.is_negative for p in expr.atoms(sympy.Pow))
+
+
+def _vanishes(expr, v) -> bool:
+    try:
+        return bool(expr.subs(v, 0) == 0)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+
+
 def removable_singularities(expr, dtype: str = "float64") -> tuple[sympy.Basic, tuple[str, ...]]:
-    """Use a Taylor polynomial near ``v = 0`` where ``expr`` (or a sum term or factor of
-    it) has a pole in a real input ``v`` but a finite limit there.
+    """Use a Taylor polynomial near ``v = 0`` where part of ``expr`` has a pole in a real
+    input ``v`` but a finite limit there.
 
     Near a removable singularity the formula is 0/0 at ``v = 0`` and cancels
     catastrophically close to it (``(x*cos(x) - sin(x))/x**2`` at x = 1e-20 is 0 in any
-    precision, not -x/3). For ``|v| <= h`` the degree-10 Taylor polynomial is used
-    instead; ``h = eps**(1/(11 + k))`` for a pole of order ``k`` balances the
-    polynomial's truncation error against the formula's cancellation error (both about
-    ``eps**(11/(11 + k))`` relative, ``eps`` the dtype's unit roundoff). The formula is
-    evaluated at ``v`` replaced by ``h`` inside the polynomial's range (double where).
+    precision, not -x/3). For ``|v| <= h`` a Taylor polynomial (degree ``m`` by dtype,
+    :data:`TAYLOR_DEGREE`) is used instead; ``h = eps**(1/(m + 1 + k))`` for a pole of
+    order ``k`` balances the polynomial's truncation error against the formula's
+    cancellation error (both about ``eps**((m + 1)/(m + 1 + k))`` relative, ``eps`` the
+    dtype's unit roundoff). The formula is evaluated at ``v`` replaced by ``h`` inside the
+    polynomial's range (double where).
+
+    Only the smallest part with the pole is expanded: in a sum, the terms with the pole
+    (whose sum may have a limit though each alone does not); in a product, the pole with
+    the factors that vanish at 0 (``sin(x)/x`` in ``exp(x) * sin(x)/x``).
     """
     used = set()
     eps = EPSILON[dtype]
+    degree = TAYLOR_DEGREE[dtype]
+
+    def guard(part, v):
+        if _limit(part, v) is None:
+            return None
+        polynomial = _taylor(part, v, degree)
+        if polynomial is None:
+            return None
+        used.add("removable_singularity")
+        h = sympy.Float(f"{eps ** (1.0 / (degree + 1 + _pole_order(part, v))):.2g}")
+        outside = sympy.Abs(v) > h
+        formula = part.xreplace({v: Guard(v, outside, h)})
+        return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
 
     def visit(e):
         if isinstance(e, sympy.Piecewise) or not e.args:
             return e
         for v in _poles(e):
-            if _limit(e, v) is None:
-                continue
-            polynomial = _taylor(e, v)
-            if polynomial is None:
-                continue
-            used.add("removable_singularity")
-            h = sympy.Float(f"{eps ** (1.0 / (TAYLOR_DEGREE + 1 + _pole_order(e, v))):.2g}")
-            outside = sympy.Abs(v) > h
-            formula = e.xreplace({v: Guard(v, outside, h)})
-            return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
-        if isinstance(e, (sympy.Add, sympy.Mul)):
+            if isinstance(e, sympy.Add):
+                with_pole = [t for t in e.args if _has_pole(t, v)]
+                rest = [t for t in e.args if not _has_pole(t, v)]
+                part = sympy.Add(*with_pole)
+                guarded = guard(part, v) if len(with_pole) > 1 or rest else None
+                if guarded is not None:
+                    return sympy.Add(guarded, *(visit(t) for t in rest))
+            elif isinstance(e, sympy.Mul):
+                poles = [f for f in e.args if _has_pole(f, v)]
+                zeros = [f for f in e.args if not _has_pole(f, v) and _vanishes(f, v)]
+                others = [f for f in e.args if f not in poles and f not in zeros]
+                if others and poles:
+                    guarded = guard(sympy.Mul(*poles, *zeros), v)
+                    if guarded is not None:
+                        return sympy.Mul(guarded, *(visit(f) for f in others))
+            guarded = guard(e, v)
+            if guarded is not None:
+                return guarded
+        if isinstance(e, (sympy.Add, sympy.Mul)) or isinstance(e, sympy.Function):
             return e.func(*(visit(a) for a in e.args))
         return e
 

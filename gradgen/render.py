@@ -105,13 +105,32 @@ class RenderError(Exception):
         super().__init__(message)
 
 
+def _prose(text: str, width: int) -> list[str]:
+    """User text wrapped to ``width``, keeping its line breaks and blank lines."""
+    out = []
+    for line in text.strip().splitlines():
+        stripped = line.rstrip()
+        if not stripped:
+            out.append("")
+            continue
+        indent = stripped[: len(stripped) - len(stripped.lstrip())]
+        out += textwrap.wrap(
+            stripped.lstrip(), width=width, initial_indent=indent, subsequent_indent=indent,
+            break_long_words=False, break_on_hyphens=False, expand_tabs=False,
+            replace_whitespace=False,
+        ) or [""]
+    return out
+
+
 def _op_docstring(op: ir.OpIR) -> str:
-    lines = [op.doc.strip() if op.doc and op.doc.strip() else f"The `{op.name}` op."]
-    lines += ["", f"Forward ({op.dtype}):"]
+    width = LINE_LENGTH - 4
+    summary = _prose(op.doc, width) if op.doc and op.doc.strip() else [f"The `{op.name}` op."]
+    lines = [f"Forward ({op.dtype}):"]
     lines += [f"    {t}" for t in op.forward_text]
-    if op.partials:
+    partials = [p for p in op.partials if p.wrt in {i.name for i in op.inputs}]
+    if partials:
         lines += ["", "Partial derivatives:"]
-        lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in op.partials]
+        lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in partials]
     if op.rewrites:
         lines += ["", "Stable forms and guards used:"]
         lines += [f"    {r}" for r in op.rewrites]
@@ -138,13 +157,12 @@ def _op_docstring(op: ir.OpIR) -> str:
         "    TypeError: an argument is a tensor or variable of another dtype.",
         "    ValueError: an argument's static shape does not match its declaration.",
     ]
-    width = LINE_LENGTH - 4
     wrapped = []
-    for line in lines:
+    for line in lines:  # formulas: continuation lines indented four more
         body = line.lstrip(" ")
         lead = line[: len(line) - len(body)]
         wrapped += [lead + part for part in wrap(body, width - len(lead))] if body else [""]
-    return docstring_literal("\n".join(wrapped))
+    return docstring_literal("\n".join(summary + [""] + wrapped))
 
 
 def _op_view(op: ir.OpIR) -> tuple[dict, bool, set[str]]:
@@ -213,9 +231,7 @@ def render_module(module: ir.ModuleIR) -> str:
         version=module.gradgen_version,
         spec_path=module.spec_path,
         spec_sha256=module.spec_sha256,
-        docstring=docstring_literal("\n".join(
-            part for line in doc.split("\n") for part in wrap(line, LINE_LENGTH)
-        )),
+        docstring=docstring_literal("\n".join(_prose(doc, LINE_LENGTH))),
         uses_math=uses_math,
         helpers=sorted(helpers),
         ops=views,

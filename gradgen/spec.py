@@ -35,6 +35,9 @@ from .naming import IDENTIFIER_RE, reserved_reason
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_EXPRESSION_CHARS = 4000
+MAX_DIM = 1 << 40
+MAX_RANK = 32
+MAX_OPS = 1000
 SPEC_VERSION = 1
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -59,6 +62,8 @@ def _check_dim(value: Any) -> Any:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"a dim size must be >= 0; got {value}")
+        if value > MAX_DIM:
+            raise ValueError(f"a dim size must be at most 2**40; got {value}")
         return value
     if isinstance(value, str):
         if not IDENTIFIER_RE.match(value):
@@ -100,7 +105,7 @@ class InputSpec(_Model):
             float and complex dtypes, false for integers).
     """
 
-    shape: list[DimDecl]
+    shape: Annotated[list[DimDecl], Field(max_length=MAX_RANK)]
     dtype: Optional[DType] = None
     differentiable: Optional[bool] = None
 
@@ -112,11 +117,26 @@ class InputSpec(_Model):
         return data
 
 
+def _check_text(value: Any) -> Any:
+    if isinstance(value, str):
+        bad = [c for c in value if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127
+               or 0x2028 <= ord(c) <= 0x2029]
+        if bad:
+            raise ValueError(
+                f"doc text contains the control character {bad[0]!r}; only newlines and "
+                "tabs are allowed"
+            )
+    return value
+
+
+DocText = Annotated[Optional[str], BeforeValidator(_check_text)]
+
+
 class OpSpec(_Model):
     """One op: a public function with a custom gradient."""
 
     name: Name
-    doc: Optional[str] = None
+    doc: DocText = None
     inputs: dict[Name, InputSpec] = Field(min_length=1)
     where: dict[Name, Expression] = Field(default_factory=dict)
     output: Optional[Expression] = None
@@ -137,8 +157,8 @@ class ModuleSpec(_Model):
     version: int
     module: Name
     dtype: DType = "float32"
-    doc: Optional[str] = None
-    ops: list[OpSpec] = Field(min_length=1)
+    doc: DocText = None
+    ops: list[OpSpec] = Field(min_length=1, max_length=MAX_OPS)
 
 
 # ------------------------------------------------------------------ document + positions
@@ -439,6 +459,9 @@ def _message(err: dict, data: Any) -> tuple[Loc, str, bool]:
         return loc, f"must not be empty; got {_describe(value)}", False
     if kind == "string_too_long":
         return loc, f"longer than {MAX_EXPRESSION_CHARS} characters", False
+    if kind == "too_long":
+        limit = err.get("ctx", {}).get("max_length")
+        return loc, f"at most {limit} entries allowed; got {err.get('ctx', {}).get('actual_length')}", False
     if kind == "value_error":
         msg = str(err.get("ctx", {}).get("error", err["msg"]))
         return loc, msg, False

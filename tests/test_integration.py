@@ -1,0 +1,174 @@
+"""Generated ops inside real TensorFlow programs: tracing, XLA, TF1 graphs, second order,
+jacobians, variables and optimizers, Keras, SavedModel, and tf.distribute."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import GENERATED, ROOT, import_source
+
+
+@pytest.fixture(scope="module")
+def mods(tf):
+    return {
+        name: import_source(f"integration_{name}", GENERATED / f"{name}.py")
+        for name in ("seeds", "stability", "matrix", "kinks")
+    }
+
+
+def test_one_trace_serves_every_batch_size(tf, mods):
+    op = mods["seeds"].scaled_sum
+    spec = tf.TensorSpec([None, 3], tf.float32)
+
+    @tf.function(input_signature=[spec, spec, tf.TensorSpec([], tf.float32)])
+    def step(a, b, s):
+        with tf.GradientTape() as tape:
+            tape.watch([a, b])
+            out = op(a, b, s)
+        return out, tape.gradient(out, [a, b])
+
+    for rows_a, rows_b in [(5, 5), (1, 4), (4, 1), (0, 1), (0, 0)]:
+        a = tf.ones([rows_a, 3])
+        b = tf.fill([rows_b, 3], 2.0)
+        out, (ga, gb) = step(a, b, tf.constant(0.5))
+        assert out.shape == (max(rows_a, rows_b) if 0 not in (rows_a, rows_b) else 0, 3)
+        assert ga.shape == a.shape and gb.shape == b.shape
+        # d/da of 0.5 * (a + b)**2 = (a + b) = 3, summed over b's rows when a is broadcast
+        if rows_a:
+            np.testing.assert_allclose(ga.numpy(), 3.0 * (rows_b if rows_a == 1 else 1))
+    assert step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("pfor", [True, False])
+def test_jacobian_with_and_without_pfor(tf, mods, pfor):
+    x = tf.constant([3.0, 0.0, -1.0])
+    y = tf.constant([4.0, 0.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, y])
+        r, theta = mods["seeds"].polar(x, y)
+    jx = tape.jacobian(r, x, experimental_use_pfor=pfor)
+    jt = tape.jacobian(theta, y, experimental_use_pfor=pfor)
+    radius = np.sqrt(np.array([9.0, 0.0, 5.0]))
+    np.testing.assert_allclose(np.diag(jx.numpy()), [0.6, 0.0, -1 / radius[2]], rtol=1e-6)
+    assert np.count_nonzero(jx.numpy() - np.diag(np.diag(jx.numpy()))) == 0
+    np.testing.assert_allclose(np.diag(jt.numpy()), [3 / 25, 0.0, -1 / 5], rtol=1e-6)
+
+
+def test_hessian_in_tf1_graph_with_grad_ys(tf, mods):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None])
+        out = mods["stability"].swish(x)
+        (g,) = tf.gradients(out, [x], grad_ys=[2.0 * tf.ones_like(out)])
+        (h,) = tf.hessians(tf.reduce_sum(out), [x])
+        with tf.compat.v1.Session(graph=graph) as session:
+            g_value, h_value = session.run([g, h], {x: [-2.0, 0.0, 3.0]})
+    v = np.array([-2.0, 0.0, 3.0])
+    s = 1 / (1 + np.exp(-v))
+    np.testing.assert_allclose(g_value, 2 * (s + v * s * (1 - s)), rtol=1e-5)
+    np.testing.assert_allclose(np.diag(h_value), s * (1 - s) * (2 + v * (1 - 2 * s)), rtol=1e-4)
+
+
+def test_gradient_of_one_output_while_the_other_is_unused(tf, mods):
+    x = tf.constant([3.0, 1.0])
+    y = tf.constant([4.0, 1.0])
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        r, _ = mods["seeds"].polar(x, y)
+    gx, gy = tape.gradient(r, [x, y])
+    np.testing.assert_allclose(gx, [0.6, 1 / np.sqrt(2)], rtol=1e-6)
+    np.testing.assert_allclose(gy, [0.8, 1 / np.sqrt(2)], rtol=1e-6)
+
+
+def test_variables_train_with_an_optimizer(tf, mods):
+    layer = mods["matrix"].layer
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(8, 4)), tf.float32)
+    target = tf.constant(rng.uniform(-0.5, 0.5, size=(8, 3)), tf.float32)
+    w = tf.Variable(rng.normal(size=(4, 3)) * 0.1, dtype=tf.float32)
+    b = tf.Variable(tf.zeros([3]))
+    optimizer = tf.keras.optimizers.SGD(0.5)
+
+    def loss_fn():
+        h, _ = layer(x, w, b)
+        return tf.reduce_mean((h - target) ** 2)
+
+    first = float(loss_fn())
+    for _ in range(20):
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+        grads = tape.gradient(loss, [w, b])
+        assert all(np.all(np.isfinite(g.numpy())) for g in grads)
+        optimizer.apply_gradients(zip(grads, [w, b]))
+    assert float(loss_fn()) < 0.5 * first
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled", "xla"])
+def test_keras_layer_trains_with_fit(tf, mods, mode):
+    keras = tf.keras
+    dense = mods["matrix"].layer
+
+    class GradgenDense(keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(4, 3), initializer="glorot_uniform", name="w")
+            self.b = self.add_weight(shape=(3,), initializer="zeros", name="b")
+
+        def call(self, x):
+            h, _ = dense(x, self.w, self.b)
+            return h
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), GradgenDense(), keras.layers.Dense(1)])
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.05),
+        loss="mse",
+        run_eagerly=mode == "eager",
+        jit_compile=mode == "xla",
+    )
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(64, 4)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5], [0.0]])).astype(np.float32)
+    history = model.fit(x, y, epochs=15, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert all(np.isfinite(losses)) and losses[-1] < 0.5 * losses[0]
+    for weight in model.trainable_weights:
+        assert np.all(np.isfinite(weight.numpy()))
+
+
+def test_saved_model_keeps_the_custom_gradient(tf, mods, tmp_path):
+    op = mods["stability"].softplus_naive
+
+    class Module(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return op(x)
+
+    path = str(tmp_path / "saved")
+    tf.saved_model.save(
+        Module(), path, options=tf.saved_model.SaveOptions(experimental_custom_gradients=True)
+    )
+    loaded = tf.saved_model.load(path)
+    x = tf.constant([100.0, 0.0, -100.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loaded(x)
+    g = tape.gradient(y, x).numpy()
+    # the custom gradient (sigmoid), not autodiff of log(1 + exp(x)), which is NaN at 100
+    np.testing.assert_allclose(g, [1.0, 0.5, 0.0], atol=1e-30)
+
+
+def test_mirrored_strategy_matches_a_single_device(tf):
+    """Runs tests/distributed_step.py in a fresh process: logical devices must be
+    configured before TensorFlow initializes."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "distributed_step.py")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "replicas: 2" in run.stdout and "match: True" in run.stdout
