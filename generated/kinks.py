@@ -94,10 +94,10 @@ def _abs_diff_vjp(x, y):
     def grad(upstream):
         t_1 = upstream * tf.math.sign(t)
         # d(out)/d(x) = sign(x - y)  (abs_diff.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(t_1, x)
         # d(out)/d(y) = -sign(x - y)  (abs_diff.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(-t_1, y)
         return grad_x, grad_y
 
@@ -183,10 +183,10 @@ def _floor_mix_vjp(x, y):
 
     def grad(upstream):
         # d(out)/d(x) = 1  (floor_mix.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(upstream, x)
         # d(out)/d(y) = floor(x)  (floor_mix.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(floor_x * upstream, y)
         return grad_x, grad_y
 
@@ -231,10 +231,10 @@ def _ceiling_mix_vjp(x, y):
 
     def grad(upstream):
         # d(out)/d(x) = -1  (ceiling_mix.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(-upstream, x)
         # d(out)/d(y) = ceiling(x)  (ceiling_mix.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(ceiling_x * upstream, y)
         return grad_x, grad_y
 
@@ -279,10 +279,10 @@ def _maximum_vjp(x, y):
     def grad(upstream):
         t = 0.5 * tf.cast(tf.math.equal(x, y), tf.float32)
         # d(out)/d(x) = [Eq(x, y)]/2 + [x > y]  (maximum.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(upstream * (t + tf.cast(x > y, tf.float32)), x)
         # d(out)/d(y) = [Eq(x, y)]/2 + [x < y]  (maximum.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(upstream * (t + tf.cast(x < y, tf.float32)), y)
         return grad_x, grad_y
 
@@ -347,15 +347,15 @@ def _minimum3_vjp(x, y, z):
         )
         # d(out)/d(x) = [Eq(x, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
         #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(t * t_3, x)
         # d(out)/d(y) = [Eq(y, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
         #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t_1 * t_3, y)
         # d(out)/d(z) = [Eq(z, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
         #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_z = _unbroadcast(t_2 * t_3, z)
         return grad_x, grad_y, grad_z
 
@@ -454,7 +454,7 @@ def _step_gate_vjp(x, y):
         # every partial derivative with respect to x is 0
         grad_x = tf.zeros_like(x)
         # d(out)/d(y) = Heaviside(x)  (step_gate.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t * upstream, y)
         return grad_x, grad_y
 

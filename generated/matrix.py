@@ -137,7 +137,7 @@ def _sandwich_vjp(A, X, B):
         # VJP of product (matmul): grad_product @ transpose(X)  (sandwich.output)
         grad_A = tf.linalg.matmul(grad_product, X, transpose_b=True)
         # VJP of product (matmul): transpose(A) @ grad_product  (sandwich.output)
-        # unbroadcast [a, b] from [batch, a, b]: sum leading axes [0] (rank extension)
+        #   unbroadcast [a, b] from [batch, a, b]: sum leading axes [0] (rank extension)
         grad_X = tf.reduce_sum(
             tf.linalg.matmul(A, grad_product, transpose_a=True), axis=[0]
         )
@@ -198,7 +198,7 @@ def _sandwich_any_batch_vjp(A, X, B):
 
     def grad(upstream):
         # VJP of out (matmul): upstream @ transpose(B)  (sandwich_any_batch.output)
-        # unbroadcast [None, a, b] from [None, a, b]: axes from run-time shapes
+        #   unbroadcast [None, a, b] from [None, a, b]: axes from run-time shapes
         grad_product = _unbroadcast(
             tf.linalg.matmul(upstream, B, transpose_b=True), product
         )
@@ -207,13 +207,13 @@ def _sandwich_any_batch_vjp(A, X, B):
         grad_A = tf.linalg.matmul(grad_product, X, transpose_b=True)
         # VJP of product (matmul): transpose(A) @ grad_product
         #     (sandwich_any_batch.output)
-        # unbroadcast [a, b] from [None, a, b]: sum leading axes [0] (rank extension)
+        #   unbroadcast [a, b] from [None, a, b]: sum leading axes [0] (rank extension)
         grad_X = tf.reduce_sum(
             tf.linalg.matmul(A, grad_product, transpose_a=True), axis=[0]
         )
         # VJP of out (matmul): transpose(product) @ upstream
         #     (sandwich_any_batch.output)
-        # unbroadcast [None, b, b] from [None, b, b]: axes from run-time shapes
+        #   unbroadcast [None, b, b] from [None, b, b]: axes from run-time shapes
         grad_B = _unbroadcast(tf.linalg.matmul(product, upstream, transpose_a=True), B)
         return grad_A, grad_X, grad_B
 
@@ -451,7 +451,7 @@ def _layer_vjp(x, w, bias):
         # d(h)/d(bias) = 1 - tanh((x @ w) + bias)**2  (layer.outputs.h)
         # d(average operand)/d(bias) = 1 - tanh((x @ w) + bias)**2
         #     (layer.outputs.average)
-        # unbroadcast [3] from [None, 3]: sum leading axes [0] (rank extension)
+        #   unbroadcast [3] from [None, 3]: sum leading axes [0] (rank extension)
         grad_bias = tf.reduce_sum(grad_product, axis=[0])
         return grad_x, grad_w, grad_bias
 

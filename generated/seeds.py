@@ -87,10 +87,10 @@ def _bar_vjp(x, y):
 
     def grad(upstream):
         # d(out)/d(x) = y  (bar.output)
-        # unbroadcast [10, 1] from [10, 5]: sum axes [1] keeping dims (size-1 dims)
+        #   unbroadcast [10, 1] from [10, 5]: sum axes [1] keeping dims (size-1 dims)
         grad_x = tf.reduce_sum(upstream * y, axis=[1], keepdims=True)
         # d(out)/d(y) = x  (bar.output)
-        # unbroadcast [5] from [10, 5]: sum leading axes [0] (rank extension)
+        #   unbroadcast [5] from [10, 5]: sum leading axes [0] (rank extension)
         grad_y = tf.reduce_sum(upstream * x, axis=[0])
         return grad_x, grad_y
 
@@ -241,11 +241,11 @@ def _polar_vjp(x, y):
         t_1 = upstream_theta * tf.where(r2_nonzero, 1.0 / r2_safe, 0.0)
         # d(r)/d(x) = x/sqrt(r2)  (polar.outputs.r)
         # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(t * x - t_1 * y, x)
         # d(r)/d(y) = y/sqrt(r2)  (polar.outputs.r)
         # d(theta)/d(y) = x/r2  (polar.outputs.theta)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t * y + t_1 * x, y)
         return grad_x, grad_y
 
@@ -294,10 +294,10 @@ def _scaled_sum_vjp(a, b, scale):
     def grad(upstream):
         t_1 = 2.0 * scale * t * upstream
         # d(out)/d(a) = 2*scale*(a + b)  (scaled_sum.output)
-        # unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
+        #   unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
         grad_a = _unbroadcast(t_1, a)
         # d(out)/d(b) = 2*scale*(a + b)  (scaled_sum.output)
-        # unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
+        #   unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
         grad_b = _unbroadcast(t_1, b)
         return grad_a, grad_b, None
 

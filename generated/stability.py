@@ -425,10 +425,10 @@ def _cross_entropy_vjp(p, q):
 
     def grad(upstream):
         # d(out)/d(p) = -log(q)  (cross_entropy.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_p = _unbroadcast(-upstream * tf.math.log(q), p)
         # d(out)/d(q) = -xdivy(p, q)  (cross_entropy.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_q = _unbroadcast(-upstream * tf.math.xdivy(p, q), q)
         return grad_p, grad_q
 
@@ -566,10 +566,10 @@ def _logaddexp_vjp(a, b):
     def grad(upstream):
         t = a - b
         # d(out)/d(a) = sigmoid(a - b)  (logaddexp.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_a = _unbroadcast(upstream * tf.math.sigmoid(t), a)
         # d(out)/d(b) = sigmoid(-a + b)  (logaddexp.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_b = _unbroadcast(upstream * tf.math.sigmoid(-t), b)
         return grad_a, grad_b
 
@@ -621,10 +621,10 @@ def _softmax2_vjp(a, b):
     def grad(upstream):
         t_1 = out * upstream * tf.math.sigmoid(-t)
         # d(out)/d(a) = sigmoid(-a + b)*sigmoid(a - b)  (softmax2.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_a = _unbroadcast(t_1, a)
         # d(out)/d(b) = -sigmoid(-a + b)*sigmoid(a - b)  (softmax2.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_b = _unbroadcast(-t_1, b)
         return grad_a, grad_b
 
@@ -677,10 +677,10 @@ def _log_softmax2_vjp(a, b):
     def grad(upstream):
         t_1 = upstream * tf.math.sigmoid(t)
         # d(out)/d(a) = sigmoid(-a + b)  (log_softmax2.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_a = _unbroadcast(t_1, a)
         # d(out)/d(b) = -sigmoid(-a + b)  (log_softmax2.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_b = _unbroadcast(-t_1, b)
         return grad_a, grad_b
 
@@ -729,10 +729,10 @@ def _power_vjp(x, y):
 
     def grad(upstream):
         # d(out)/d(x) = x**(y - 1)*y  (power.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(upstream * tf.math.pow(x, y - 1.0) * y, x)
         # d(out)/d(y) = xlogy(x**y, x)  (power.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(upstream * tf.math.xlogy(out, x), y)
         return grad_x, grad_y
 
@@ -785,10 +785,10 @@ def _norm_vjp(x, y):
             t_nonzero, tf.math.rsqrt(tf.where(t_nonzero, t, 1.0)), 0.0
         )
         # d(out)/d(x) = x/sqrt(x**2 + y**2)  (norm.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(t_1 * x, x)
         # d(out)/d(y) = y/sqrt(x**2 + y**2)  (norm.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t_1 * y, y)
         return grad_x, grad_y
 
@@ -839,10 +839,10 @@ def _angle_vjp(x, y):
         t_nonzero = tf.math.not_equal(t, 0.0)
         t_1 = upstream * tf.where(t_nonzero, 1.0 / tf.where(t_nonzero, t, 1.0), 0.0)
         # d(out)/d(x) = -y/(x**2 + y**2)  (angle.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(-t_1 * y, x)
         # d(out)/d(y) = x/(x**2 + y**2)  (angle.output)
-        # unbroadcast [None] from [None]: axes from run-time shapes
+        #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t_1 * x, y)
         return grad_x, grad_y
 

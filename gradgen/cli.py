@@ -32,6 +32,7 @@ from .errors import (
 )
 
 MAX_DIFF_LINES = 200
+MAX_ERRORS = 50
 
 
 # ------------------------------------------------------------------ reporting
@@ -91,7 +92,7 @@ def _escape(message: str) -> str:
 def _fail(error: GradgenError, reporter: Reporter) -> None:
     reporter.end_progress()
     if isinstance(error, SpecError):
-        for d in error.diagnostics:
+        for d in error.diagnostics[:MAX_ERRORS]:
             if reporter.error_format == "github":
                 body = d.format().split(": error: ", 1)[1]
                 reporter.error(body, d.location)
@@ -99,7 +100,10 @@ def _fail(error: GradgenError, reporter: Reporter) -> None:
                 click.echo(d.format(), err=True)
         n = len(error.diagnostics)
         if reporter.error_format != "github":
-            click.echo(f"gradgen: {n} error{'s' if n != 1 else ''}; nothing written", err=True)
+            more = f" ({n - MAX_ERRORS} not shown)" if n > MAX_ERRORS else ""
+            click.echo(
+                f"gradgen: {n} error{'s' if n != 1 else ''}{more}; nothing written", err=True
+            )
     else:
         reporter.error(str(error), getattr(error, "location", None))
     sys.exit(error.exit_code)

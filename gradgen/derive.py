@@ -42,7 +42,7 @@ from .expr import Program, TensorNode, parse_op
 from .naming import NameScope
 from .spec import SpecDocument, format_key_path
 
-FORMULA_MAX_CHARS = 400
+FORMULA_MAX_CHARS = 240
 MAX_PARTIAL_OPS = 5000
 _UNPRINTABLE = (
     sympy.Derivative,
@@ -238,7 +238,9 @@ class _Deriver:
                 for a, shape, o in zip(n.args, n.arg_shapes, orig.args)
             )
             self.node_args[n.symbol] = args
-            comment = f"{self._key(n.key)}: {self._describe_node(n)}"
+            comment = self._key(n.key) + (
+                "" if n.op == "elementwise" else f": {self._describe_node(n)}"
+            )
             forward_values.append(
                 (node_targets[n.symbol], self._forward_call(n, args), (comment,))
             )
@@ -249,6 +251,7 @@ class _Deriver:
             forward_values.append((out_locals[o.name], value, (self._key(o.key),)))
 
         # Reverse mode: outputs, then nodes from last to first, then inputs.
+        self.grad_fn = self.scope.claim("grad")
         upstreams = []
         for o, _ in outputs:
             base = "upstream" if p.single else f"upstream_{o.name}"
@@ -345,6 +348,7 @@ class _Deriver:
             forward=casts + forward,
             reference=casts + self._reference(node_targets, out_locals),
             upstreams=tuple(u.name for u in upstreams),
+            grad_fn=self.grad_fn,
             backward=backward,
             forward_text=self._forward_text(outputs, out_locals),
             forward_exprs=self._forward_exprs(out_locals),
@@ -471,7 +475,8 @@ class _Deriver:
                 comments.extend(m.comments)
             plan = sh.reduction_plan(target_shape, shape)
             if not (isinstance(plan, sh.StaticReduction) and plan.is_identity):
-                comments.append(sh.describe_reduction(plan, target_shape, shape))
+                # indented: it applies to the partials just above it
+                comments.append("  " + sh.describe_reduction(plan, target_shape, shape))
             parts.append(_unbroadcast(total, plan, target))
         return _add(parts), tuple(comments)
 
@@ -485,6 +490,8 @@ class _Deriver:
             return ir.Call("einsum", args, (("subscripts", f"{','.join(inputs)}->{out}"),))
         if node.op == "inverse":
             return ir.Call("inverse", args, (("adjoint", False),))
+        if node.op == "elementwise":
+            return args[0]
         return ir.Call(node.op, args)
 
     def _static(self, shape: sh.Shape):
@@ -519,6 +526,9 @@ class _Deriver:
             return sympy.conjugate(v) if cplx and not isinstance(v, ir.Call) else v
 
         rules = []  # (operand expression, VJP value, contribution shape, formula text)
+        if node.op == "elementwise":  # a materialized `where` intermediate: chain rule
+            self._elementwise_vjp(state, node.args[0], g, node.shape, name, node.key, docs)
+            return []
         if node.op == "matmul":
             (a, b), batch = node.args, node.shape[:-2]
             rules = [
@@ -807,6 +817,8 @@ class _Deriver:
 
 def _node_text(node: TensorNode, args: list[str]) -> str:
     """How a node reads in docs: ``a @ b``, ``sum(x, axis=[1])``, ``log(det(s))``..."""
+    if node.op == "elementwise":
+        return node.name_hint
     if node.op == "matmul":
         return f"{args[0]} @ {args[1]}"
     if node.op == "logdet":

@@ -43,6 +43,7 @@ from .naming import EXPRESSION_NAMES
 from .spec import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
 
 MAX_AST_NODES = 2000
+WHERE_INLINE_MAX = 60  # tree size above which a `where` intermediate is its own step
 MAX_AST_DEPTH = 64
 MAX_INT_LITERAL = 2**53
 MAX_CONSTANT_LOG10 = 300
@@ -252,6 +253,7 @@ _FORBIDDEN = {
 
 # Local names for node results in generated code, unless a `where` or output names them.
 _NODE_NAMES = {
+    "elementwise": "value",
     "matmul": "product",
     "transpose": "transposed",
     "inverse": "inv",
@@ -263,6 +265,19 @@ _NODE_NAMES = {
     "einsum": "contraction",
 }
 NODE_OPS = tuple(_NODE_NAMES)
+
+
+def expanded_size(expr, limit: int = 10**9) -> int:
+    """Size of ``expr`` as a tree (shared subexpressions counted each time they occur),
+    computed on the DAG in linear time."""
+    sizes: dict = {}
+
+    def size(e):
+        if e not in sizes:
+            sizes[e] = min(limit, 1 + sum(size(a) for a in e.args))
+        return sizes[e]
+
+    return size(expr)
 
 
 def _balanced(text: str) -> bool:
@@ -343,7 +358,13 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
 
     where = []
     for name, text in op.where.items():
-        term = parser.parse(text, base + ("where", name), name_hint=name)
+        key = base + ("where", name)
+        term = parser.parse(text, key, name_hint=name)
+        if not term.is_condition and expanded_size(term.expr) > WHERE_INLINE_MAX:
+            # A large intermediate (typically the end of a chain of them) is computed as
+            # its own step: substituting it into later expressions would grow them
+            # exponentially, and so would their derivatives.
+            term = parser.materialize(term, key, name)
         parser.names[name] = term
         where.append((name, term))
 
@@ -419,8 +440,13 @@ class _Parser:
         return Diagnostic(location, message, self.op, format_key_path(self.key[2:]))
 
     def _ast(self, text: str) -> ast.Expression:
-        if "\x00" in text:
-            raise _ExprError(None, "expression contains a NUL character")
+        for i, ch in enumerate(text):
+            if ch == "#":
+                raise _ExprError(None, "comments ('#') are not allowed in an expression")
+            if not (32 <= ord(ch) < 127 or ch in "\n\t"):
+                raise _ExprError(
+                    None, f"expressions are ASCII; found {ch!r} at character {i + 1}"
+                )
         text = text.strip()
         shift = 0
         if "\n" in text and _balanced(text):
@@ -703,6 +729,19 @@ class _Parser:
         bad |= {a for a in expr.atoms(sympy.Number) if a.is_infinite}
         if bad or expr.has(sympy.oo, -sympy.oo):
             raise _ExprError(node, "expression is infinite or undefined (e.g. 1/0)")
+        if not self.is_complex:
+            for part in sympy.preorder_traversal(expr):
+                if isinstance(part, sympy.Expr) and part.is_number and not part.is_Atom or (
+                    part is sympy.I
+                ):
+                    value = complex(part.evalf(20))
+                    if value.imag != 0:
+                        raise _ExprError(
+                            node,
+                            f"the constant {sympy.sstr(part)} is complex "
+                            f"({value.real:g}{value.imag:+g}j); complex values need "
+                            "complex inputs",
+                        )
 
     def _node(
         self, node: ast.AST, op: str, args: list[Term], shape: sh.Shape, params: tuple = ()
@@ -713,7 +752,7 @@ class _Parser:
             ):
                 return Term(existing.symbol, existing.shape, frozenset([existing.symbol]))
         index = len(self.nodes)
-        hint = self.name_hint if isinstance(node, ast.AST) and self._is_whole(node) else ""
+        hint = self.name_hint if node is None or self._is_whole(node) else ""
         assumptions = {} if self.is_complex else {"real": True}
         symbol = sympy.Symbol(f"_node{index}", **assumptions)
         self.nodes.append(
@@ -749,6 +788,12 @@ class _Parser:
             )
         shape = arg.shape[:-2] + (arg.shape[-1], arg.shape[-2])
         return self._node(node, "transpose", [arg], shape)
+
+    def materialize(self, term: Term, key: Loc, name: str) -> Term:
+        """``term`` as an elementwise node: computed once, differentiated by the chain
+        rule through its symbol."""
+        self.key, self.name_hint, self._root = key, name, None
+        return self._node(None, "elementwise", [term], term.shape)
 
     def _square_node(self, node: ast.AST, op: str, arg: Term) -> Term:
         what = {"logdet": "log(det())", "inverse": "inverse()"}.get(op, f"{op}()")

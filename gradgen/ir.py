@@ -174,6 +174,7 @@ class OpIR:
         reference: the forward as written, without stable rewrites or guards (emitted
             tests differentiate it with TensorFlow's autodiff).
         upstreams: parameter names of the gradient function, one per output.
+        grad_fn: the gradient function's name (``grad`` unless a user name takes it).
         backward: statements of the gradient function.
         forward_text: the forward computation as formulas, for the docstring.
         forward_exprs: (name, SymPy expression) pairs of the same, for ``explain``.
@@ -199,6 +200,7 @@ class OpIR:
     forward: tuple[Statement, ...]
     reference: tuple[Statement, ...]
     upstreams: tuple[str, ...]
+    grad_fn: str
     backward: tuple[Statement, ...]
     forward_text: tuple[str, ...]
     forward_exprs: tuple

@@ -259,6 +259,17 @@ class TFPrinter(TensorflowPrinter):
         return f"tf.math.pow({self._args([base, exp])})"
 
     def _print_Mul(self, expr):
+        factors = sympy.Mul.make_args(expr)
+        numeric = [f for f in factors if f.is_number]
+        if any(not f.is_Rational for f in numeric) and len(numeric) < len(factors):
+            # the numeric factors (2, 1/sqrt(pi)...) as one coefficient: 2/math.sqrt(math.pi)
+            coeff = sympy.Mul(*numeric)
+            negative = coeff.is_real and coeff.is_negative
+            text = self._number(-coeff if negative else coeff)
+            if not (coeff.is_Atom or isinstance(coeff, sympy.Function)):
+                text = f"({text})"
+            rest = [self._operand(f) for f in factors if not f.is_number]
+            return ("-" if negative else "") + " * ".join([text] + rest)
         coeff, rest = expr.as_coeff_Mul()
         sign = ""
         if coeff.is_real and coeff.is_negative:

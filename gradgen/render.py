@@ -198,6 +198,7 @@ def _op_view(op: ir.OpIR) -> tuple[dict, bool, set[str]]:
         "checks": checks,
         "forward": forward,
         "upstreams": ", ".join(op.upstreams),
+        "grad_fn": op.grad_fn,
         "backward": backward,
         "grad_returns": ", ".join(grads),
         "returns": outputs[0] if op.single else (

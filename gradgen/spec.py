@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,14 +118,28 @@ class InputSpec(_Model):
         return data
 
 
+def _invisible(ch: str) -> bool:
+    """Control, surrogate, bidirectional-override and zero-width characters: they can
+    hide or reorder code in a reviewer's view ("Trojan Source") or break the output."""
+    code = ord(ch)
+    return (
+        (code < 32 and ch not in "\n\t")
+        or 127 <= code < 160
+        or 0xD800 <= code <= 0xDFFF
+        or 0x200B <= code <= 0x200F
+        or 0x2028 <= code <= 0x202E
+        or 0x2060 <= code <= 0x2069
+        or code == 0xFEFF
+    )
+
+
 def _check_text(value: Any) -> Any:
     if isinstance(value, str):
-        bad = [c for c in value if (ord(c) < 32 and c not in "\n\t") or ord(c) == 127
-               or 0x2028 <= ord(c) <= 0x2029]
+        bad = [c for c in value if _invisible(c)]
         if bad:
             raise ValueError(
-                f"doc text contains the control character {bad[0]!r}; only newlines and "
-                "tabs are allowed"
+                f"doc text contains the invisible or control character U+{ord(bad[0]):04X}; "
+                "only printable text, newlines and tabs are allowed"
             )
     return value
 
@@ -254,6 +269,7 @@ def format_key_path(loc: Loc) -> str:
 
 # ------------------------------------------------------------------------- YAML layer
 
+_DECIMAL = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 _STANDARD_TAGS = {
     "tag:yaml.org,2002:str",
     "tag:yaml.org,2002:int",
@@ -294,9 +310,9 @@ class _YamlReader:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 kmark = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != (
-                    "tag:yaml.org,2002:str"
-                ):
+                if not isinstance(key_node, yaml.ScalarNode) or (
+                    key_node.tag != "tag:yaml.org,2002:str" and key_node.style is not None
+                ) or key_node.tag.endswith(":merge"):
                     what = "a merge key '<<'" if key_node.tag.endswith(":merge") else (
                         f"{key_node.value!r}" if isinstance(key_node, yaml.ScalarNode)
                         else "a collection"
@@ -314,6 +330,8 @@ class _YamlReader:
             return [self.read(item, loc + (i,)) for i, item in enumerate(node.value)]
         self.raw[loc] = node.value
         self._anchor(node, loc)
+        if node.tag == "tag:yaml.org,2002:int" and not _DECIMAL.match(node.value):
+            return node.value  # YAML 1.1 octal/sexagesimal forms (010, 1:30) stay text
         try:
             return self._constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as e:
@@ -443,6 +461,13 @@ def _message(err: dict, data: Any) -> tuple[Loc, str, bool]:
         if allowed:
             msg += f" (allowed: {', '.join(allowed)})"
         return loc, msg, True
+    if kind in ("model_type", "model_attributes_type") and len(loc) == 4 and (
+        loc[2] == "inputs"
+    ):
+        return loc, (
+            "expected a shape list like [3, null] or a mapping {shape: ..., dtype: ..., "
+            f"differentiable: ...}}; got {_describe(value)}"
+        ), False
     if kind in _TYPE_NAMES:
         return loc, f"expected {_TYPE_NAMES[kind]}, got {_describe(value)}", False
     if kind == "literal_error":
@@ -527,7 +552,13 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError(Diagnostic(Location(path), f"spec is not UTF-8: {e.reason}"))
+        before = data[: e.start]
+        line = before.count(b"\n") + 1
+        col = e.start - (before.rfind(b"\n") + 1) + 1
+        raise SpecError(
+            Diagnostic(Location(path, line, col), f"spec is not UTF-8 ({e.reason} at byte "
+                       f"{e.start})")
+        )
     try:
         node = yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
@@ -562,13 +593,13 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
     if not isinstance(raw, dict):
         raise SpecError(diag((), f"a spec is a mapping; got {_describe(raw)}"))
     if "version" in raw and raw["version"] != SPEC_VERSION:
-        raise SpecError(
-            diag(
-                ("version",),
-                f"unsupported spec version {_describe(raw['version'])}; this gradgen "
-                f"reads version {SPEC_VERSION}",
-            )
+        version = raw["version"]
+        message = (
+            f"unsupported spec version {version}; this gradgen reads version {SPEC_VERSION}"
+            if isinstance(version, int) and not isinstance(version, bool)
+            else f"expected the integer {SPEC_VERSION}; got {_describe(version)}"
         )
+        raise SpecError(diag(("version",), message))
     # Expressions are text: `output: 2` or `output: 1.5` mean the expression as written.
     for loc in _expression_locs(raw):
         value = _get(raw, loc)
@@ -650,6 +681,13 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
                     )
                 local.setdefault(name, section)
         dims = {d for spec in op.inputs.values() for d in spec.shape if isinstance(d, str)}
+        for input_name, spec in op.inputs.items():
+            for axis, d in enumerate(spec.shape):
+                if isinstance(d, str) and reserved_reason(d):
+                    problems.append(
+                        diag(base + ("inputs", input_name, "shape", axis),
+                             f"dim name '{d}' is not allowed: {reserved_reason(d)}")
+                    )
         for name in sorted(dims & set(local)):
             problems.append(
                 diag(base + ("inputs",), f"dim name '{name}' is also a value name in this op")
