@@ -234,8 +234,8 @@ class _Deriver:
         self.node_args: dict = {}  # node symbol -> operand values as the forward uses them
         for orig, n in zip(p.nodes, nodes):
             args = tuple(
-                self._as_written(self._finalize(a), shape, self._leaves(o))
-                for a, shape, o in zip(n.args, n.arg_shapes, orig.args)
+                self._as_written(self._finalize(a), shape, leaves)
+                for a, shape, leaves in zip(n.args, n.arg_shapes, orig.arg_leaves)
             )
             self.node_args[n.symbol] = args
             comment = self._key(n.key) + (
@@ -368,12 +368,6 @@ class _Deriver:
         )
 
     # ------------------------------------------------------------ forward pieces
-
-    def _leaves(self, expr) -> frozenset:
-        """Leaf symbols (inputs, renamed nodes) of an expression as parsed."""
-        return frozenset(
-            self.rename.get(s, s) for s in expr.free_symbols if s in self.p.shape_of
-        )
 
     def _describe_node(self, node: TensorNode) -> str:
         args = [sympy.sstr(a) if a.is_Atom else f"({sympy.sstr(a)})" for a in node.args]
@@ -774,10 +768,8 @@ class _Deriver:
         for n in self.p.nodes:
             new = self.rename[n.symbol]
             args = tuple(
-                self._as_written(
-                    guards.kinks_to_piecewise(a.xreplace(self.rename)), shape, self._leaves(a)
-                )
-                for a, shape in zip(n.args, n.arg_shapes)
+                self._as_written(guards.kinks_to_piecewise(a.xreplace(self.rename)), shape, leaves)
+                for a, shape, leaves in zip(n.args, n.arg_shapes, n.arg_leaves)
             )
             out.append(ir.Statement(node_targets[new], self._forward_call(n, args)))
         for o in self.p.outputs:

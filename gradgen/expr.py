@@ -105,6 +105,8 @@ class TensorNode:
         shape: declared shape of the result.
         key: spec key path of the expression it appears in.
         name_hint: preferred local name (a ``where`` name when the node is one).
+        arg_leaves: per operand, the leaf symbols written in it (even ones SymPy
+            simplified away: ``sum(x - x)`` still has the shape of ``x``).
         params: op parameters as sorted (name, value) pairs: ``axes`` and ``keepdims``
             for sum/mean (axes normalized, non-negative), ``subscripts`` (the operands'
             and the output's index strings) for einsum.
@@ -118,6 +120,7 @@ class TensorNode:
     key: Loc
     name_hint: str
     params: tuple = ()
+    arg_leaves: tuple = ()
 
     def param(self, name: str):
         return dict(self.params)[name]
@@ -765,6 +768,7 @@ class _Parser:
                 key=self.key,
                 name_hint=hint or _NODE_NAMES[op],
                 params=params,
+                arg_leaves=tuple(a.leaves for a in args),
             )
         )
         self.shape_of[symbol] = shape
