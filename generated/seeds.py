@@ -14,14 +14,17 @@ __all__ = [
 
 
 def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its static shape.
+    """Convert `value` to a tensor of `dtype` and check its shape.
 
     `declared` lists the declared dims: an int must match, a name or None matches any
-    size. Dims unknown while tracing (None in an input signature) are not checked.
+    size. The static shape is checked now; dims unknown while tracing (None in an input
+    signature) are checked when the graph runs (`tf.ensure_shape`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
         ValueError: its static rank or a known dim differs from `declared`.
+        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
+            tracing differs from `declared`.
     """
     if isinstance(value, (tf.Tensor, tf.Variable)) and value.dtype != dtype:
         raise TypeError(
@@ -29,14 +32,22 @@ def _check_input(op, name, value, dtype, declared):
         )
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
-    if shape.rank is None:
-        return value
-    if shape.rank != len(declared) or any(
-        isinstance(want, int) and got is not None and got != want
-        for got, want in zip(shape.as_list(), declared)
+    if shape.rank is not None and (
+        shape.rank != len(declared)
+        or any(
+            isinstance(want, int) and got is not None and got != want
+            for got, want in zip(shape.as_list(), declared)
+        )
     ):
         want = "[" + ", ".join(str(d) for d in declared) + "]"
         raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
+    if shape.rank is None or any(
+        isinstance(want, int) and got is None
+        for got, want in zip(shape.as_list(), declared)
+    ):
+        value = tf.ensure_shape(
+            value, [d if isinstance(d, int) else None for d in declared]
+        )
     return value
 
 

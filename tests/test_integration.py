@@ -172,3 +172,12 @@ def test_mirrored_strategy_matches_a_single_device(tf):
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "replicas: 2" in run.stdout and "match: True" in run.stdout
+
+
+def test_dims_unknown_while_tracing_are_checked_when_run(tf, mods):
+    spec = tf.TensorSpec([None, None], tf.float32)
+    step = tf.function(mods["seeds"].bar, input_signature=[spec, tf.TensorSpec([None])])
+    out = step(tf.ones([10, 1]), tf.ones([5]))
+    assert out.shape == (10, 5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="expected shape"):
+        step(tf.ones([10, 5]), tf.ones([5]))  # x is declared [10, 1]
