@@ -147,6 +147,7 @@ class _Deriver:
         self.shape_of = dict(program.shape_of)
         self.rules_used: set[str] = set()
         self.rules = stable.COMPLEX_RULES if program.is_complex else stable.RULES
+        self.memory = program.memory
         self.symbol_kind = {} if program.is_complex else {"real": True}
 
     # ------------------------------------------------------------------ helpers
@@ -302,22 +303,36 @@ class _Deriver:
                 )
             state.backward.append((target, value, comments))
 
-        forward, backward = self._cse(forward_values, state.backward, where_exprs, out_locals)
+        # Integer inputs compute as floats under their own local names.
+        floats = {
+            v.symbol: self._symbol(self.scope.claim(f"{v.name}_float"))
+            for v in p.inputs if v.is_integer
+        }
+
+        def to_float(values):
+            return [(t, ir.map_value(v, lambda e: e.xreplace(floats)), c) for t, v, c in values]
+
+        forward, backward = self._cse(
+            to_float(forward_values), to_float(state.backward), where_exprs, out_locals
+        )
         used = {
             s.name
-            for stmt in forward
+            for stmt in forward + backward
             for e in ir.value_exprs(stmt.value)
             for s in e.free_symbols
         }
         casts = tuple(
             ir.Statement(
-                v.name,
+                floats[v.symbol].name,
                 ir.Call("cast", (v.symbol,), (("dtype", p.dtype),)),
                 (f"integer input {v.name} ({v.dtype}) computes in {p.dtype}",),
             )
             for v in p.inputs
-            if v.is_integer and v.name in used
+            if v.is_integer and floats[v.symbol].name in used
         )
+        forward = casts + forward
+        if self.memory == "recompute":
+            backward = _recomputed(forward, backward) + backward
         return ir.OpIR(
             name=p.name,
             impl=f"_{p.name}_vjp",
@@ -332,7 +347,7 @@ class _Deriver:
                     differentiable=v.differentiable,
                     is_integer=v.is_integer,
                     grad=grads.get(v.name),
-                    used=v.name in used,
+                    used=v.name in used or (v.symbol in floats and floats[v.symbol].name in used),
                 )
                 for v in p.inputs
             ),
@@ -345,8 +360,9 @@ class _Deriver:
                 for o, expr in outputs
             ),
             single=p.single,
-            forward=casts + forward,
-            reference=casts + self._reference(node_targets, out_locals),
+            forward=forward,
+            reference=casts + self._reference(node_targets, out_locals, floats),
+            memory=self.memory,
             upstreams=tuple(u.name for u in upstreams),
             grad_fn=self.grad_fn,
             backward=backward,
@@ -761,19 +777,20 @@ class _Deriver:
             self._display_map = mapping
         return expr.xreplace(self._display_map)
 
-    def _reference(self, node_targets, out_locals) -> tuple:
+    def _reference(self, node_targets, out_locals, floats) -> tuple:
         """The forward as written (no stable rewrites, no guards, no CSE), for tests that
         compare the generated gradient with TensorFlow's autodiff of this forward."""
         out = []
+        rename = {**self.rename, **floats}
         for n in self.p.nodes:
             new = self.rename[n.symbol]
             args = tuple(
-                self._as_written(guards.kinks_to_piecewise(a.xreplace(self.rename)), shape, leaves)
+                self._as_written(guards.kinks_to_piecewise(a.xreplace(rename)), shape, leaves)
                 for a, shape, leaves in zip(n.args, n.arg_shapes, n.arg_leaves)
             )
             out.append(ir.Statement(node_targets[new], self._forward_call(n, args)))
         for o in self.p.outputs:
-            expr = guards.kinks_to_piecewise(o.term.expr.xreplace(self.rename))
+            expr = guards.kinks_to_piecewise(o.term.expr.xreplace(rename))
             if expr in node_targets and node_targets[expr] == out_locals[o.name]:
                 continue
             value = self._as_written(expr, o.term.shape, o.term.leaves)
@@ -822,6 +839,28 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
         inputs, out = node.param("subscripts")
         return f"einsum('{','.join(inputs)}->{out}', {', '.join(args)})"
     return f"{node.op}({', '.join(args)})"
+
+
+def _recomputed(forward: tuple, backward: tuple) -> tuple:
+    """The forward statements the backward statements need (directly or through each
+    other), in forward order, for ``memory: recompute``: the gradient function computes
+    them again from the inputs instead of keeping them alive from the forward pass."""
+    defined = {stmt.target: stmt for stmt in forward}
+    needed: set = set()
+    stack = [s.name for stmt in backward for e in ir.value_exprs(stmt.value)
+             for s in e.free_symbols if s.name in defined]
+    while stack:
+        name = stack.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        stack += [s.name for e in ir.value_exprs(defined[name].value) for s in e.free_symbols
+                  if s.name in defined]
+    return tuple(
+        ir.Statement(stmt.target, stmt.value, ("recomputed (memory: recompute)",) if i == 0
+                     else ())
+        for i, stmt in enumerate(s for s in forward if s.target in needed)
+    )
 
 
 def _add(values: list) -> ir.Value:

@@ -159,6 +159,7 @@ class Program:
     single: bool
     dtype: str
     key: Loc
+    memory: str = "save"
     shape_of: dict = field(default_factory=dict, compare=False, repr=False)
     factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
 
@@ -390,6 +391,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         single=op.output is not None,
         dtype=dtype,
         key=base,
+        memory=op.memory,
         shape_of=parser.shape_of,
         factory=factory,
     )
@@ -488,7 +490,16 @@ class _Parser:
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is None:
             raise _ExprError(node, f"'{type(node).__name__}' is not allowed in an expression")
-        return method(node)
+        try:
+            term = method(node)
+        except (TypeError, ValueError, ZeroDivisionError, NotImplementedError) as e:
+            # SymPy refuses the combination (e.g. comparing an infinite constant)
+            raise _ExprError(node, f"this expression cannot be built: {e}") from None
+        if isinstance(term.expr, sympy.Basic) and term.expr.has(
+            sympy.zoo, sympy.nan, sympy.oo, -sympy.oo
+        ):
+            raise _ExprError(node, "expression is infinite or undefined (e.g. 1/0)")
+        return term
 
     def visit_Constant(self, node: ast.Constant) -> Term:
         value = node.value

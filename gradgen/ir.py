@@ -173,6 +173,8 @@ class OpIR:
         forward: statements of the forward pass (in the custom-gradient function).
         reference: the forward as written, without stable rewrites or guards (emitted
             tests differentiate it with TensorFlow's autodiff).
+        memory: "save" (the gradient function uses forward values kept alive from the
+            forward pass) or "recompute" (it computes them again from the inputs).
         upstreams: parameter names of the gradient function, one per output.
         grad_fn: the gradient function's name (``grad`` unless a user name takes it).
         backward: statements of the gradient function.
@@ -199,6 +201,7 @@ class OpIR:
     single: bool
     forward: tuple[Statement, ...]
     reference: tuple[Statement, ...]
+    memory: str
     upstreams: tuple[str, ...]
     grad_fn: str
     backward: tuple[Statement, ...]

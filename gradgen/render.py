@@ -131,6 +131,8 @@ def _op_docstring(op: ir.OpIR) -> str:
     if partials:
         lines += ["", "Partial derivatives:"]
         lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in partials]
+    if op.memory == "recompute":
+        lines += ["", "Memory: the gradient recomputes forward values from the inputs."]
     if op.rewrites:
         lines += ["", "Stable forms and guards used:"]
         lines += [f"    {r}" for r in op.rewrites]

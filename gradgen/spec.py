@@ -156,6 +156,7 @@ class OpSpec(_Model):
     where: dict[Name, Expression] = Field(default_factory=dict)
     output: Optional[Expression] = None
     outputs: Optional[dict[Name, Expression]] = None
+    memory: Literal["save", "recompute"] = "save"
 
     @model_validator(mode="after")
     def _one_output_form(self) -> "OpSpec":
@@ -733,6 +734,8 @@ _DESCRIPTIONS = {
     "earlier intermediates.",
     ("OpSpec", "output"): "The one output's expression (the op returns one tensor).",
     ("OpSpec", "outputs"): "Named outputs' expressions (the op returns a tuple in order).",
+    ("OpSpec", "memory"): "save (default): the gradient reuses forward values kept alive; "
+    "recompute: it computes them again from the inputs, for a lower peak memory.",
     ("InputSpec", "shape"): "Dims: a size >= 0, null (known at run time) or a dim name "
     "(the same size wherever the name appears in the op).",
     ("InputSpec", "dtype"): "The input's dtype (default: the module's dtype).",
