@@ -13,6 +13,7 @@ Consumes: command-line arguments, and ``[tool.gradgen]`` in the nearest
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -151,8 +152,10 @@ def _settings(specs, out_dir, no_verify, verbosity, error_format):
     config = _run(lambda: load_config(Path.cwd()), reporter)
     if error_format is None and config.error_format:
         reporter.error_format = config.error_format
-    if not specs:
+    if not specs:  # a bare command: the project's specs, output and test folders
         specs = _run(config.spec_paths, reporter)
+    else:  # named specs: only the command line (and defaults) decide where output goes
+        config = dataclasses.replace(config, out=None, emit_tests=None, specs=())
     out = out_dir or config.out or "generated"
     verify = not no_verify if no_verify is not None else config.verify
     return list(specs), out, verify, config, reporter

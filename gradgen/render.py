@@ -1,25 +1,24 @@
-"""Render a :class:`gradgen.ir.ModuleIR` to Python source with Jinja templates.
+"""Render Python source from prepared views with Jinja templates.
 
-Consumes: a module IR. Guarantees: :func:`render_module` returns the module's source
-(before formatting). All decisions are made here in Python, through
-:class:`gradgen.printer.TFPrinter`; the templates in ``templates/`` only loop over
-prepared strings (``StrictUndefined``: a missing value is an error, never an empty
-string). User text (docs) reaches the output only inside docstrings built by
-:func:`docstring_literal`, which escapes anything that could end the string.
+Consumes: a :class:`ModuleMeta` and the ops' views (:mod:`gradgen.views`, where every
+decision and all printing happen). Guarantees: :func:`render_module` and
+:func:`render_tests` return source text (before formatting); the templates in
+``templates/`` only loop over prepared strings (``StrictUndefined``: a missing value is
+an error, never an empty string). User text (docs) reaches the output only inside
+docstrings built by :func:`docstring_literal`, which escapes anything that could end
+the string. This module imports neither SymPy nor TensorFlow.
 """
 
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
-from . import ir
-from .printer import PrintError, TFPrinter, print_value
 
 _CONTROL = {i for i in range(32)} - {9, 10} | {127}
 LINE_LENGTH = 88
@@ -67,12 +66,6 @@ def docstring_literal(text: str) -> str:
     return f'"""{body}\n"""' if "\n" in body else f'"""{body}"""'
 
 
-@dataclass(frozen=True)
-class _Line:
-    comments: tuple[str, ...]
-    code: str
-
-
 def wrap(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters; continuation lines are
     indented by four spaces (long formulas stay readable in comments and docstrings)."""
@@ -80,29 +73,6 @@ def wrap(text: str, width: int) -> list[str]:
         text, width=width, subsequent_indent="    ", break_long_words=True,
         break_on_hyphens=False,
     ) or [""]
-
-
-def _statements(
-    printer: TFPrinter, statements, op: ir.OpIR, where: str, indent: int
-) -> list[_Line]:
-    lines = []
-    for stmt in statements:
-        try:
-            code = f"{stmt.target} = {print_value(printer, stmt.value)}"
-        except PrintError as e:
-            raise RenderError(op, f"{where} cannot be generated: {e}") from None
-        width = LINE_LENGTH - indent - 2
-        comments = tuple(line for c in stmt.comments for line in wrap(c, width))
-        lines.append(_Line(comments, code))
-    return lines
-
-
-class RenderError(Exception):
-    """An IR value that the printer cannot print; names the op (a spec problem)."""
-
-    def __init__(self, op: ir.OpIR, message: str):
-        self.op = op
-        super().__init__(message)
 
 
 def _prose(text: str, width: int) -> list[str]:
@@ -122,176 +92,101 @@ def _prose(text: str, width: int) -> list[str]:
     return out
 
 
-def _op_docstring(op: ir.OpIR) -> str:
-    width = LINE_LENGTH - 4
-    summary = _prose(op.doc, width) if op.doc and op.doc.strip() else [f"The `{op.name}` op."]
-    lines = [f"Forward ({op.dtype}):"]
-    lines += [f"    {t}" for t in op.forward_text]
-    partials = [p for p in op.partials if p.wrt in {i.name for i in op.inputs}]
-    if partials:
-        lines += ["", "Partial derivatives:"]
-        lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in partials]
-    if op.memory == "recompute":
-        lines += ["", "Memory: the gradient recomputes forward values from the inputs."]
-    if op.rewrites:
-        lines += ["", "Stable forms and guards used:"]
-        lines += [f"    {r}" for r in op.rewrites]
-    if op.vjp_text:
-        lines += ["", "Vector-Jacobian products of the matrix operations:"]
-        lines += [f"    {t}" for t in op.vjp_text]
-    lines += ["", "Args:"]
-    for inp in op.inputs:
-        note = ""
-        if not inp.differentiable:
-            note = " Not differentiated: its gradient is None."
-        if inp.is_integer:
-            note += f" Cast to {op.dtype} where used."
-        lines.append(f"    {inp.name}: {inp.dtype} tensor of shape {inp.shape_text}.{note}")
-    lines += ["", "Returns:"]
-    if op.single:
-        lines.append(f"    {op.dtype} tensor of shape {op.outputs[0].shape_text}.")
-    else:
-        lines.append("    A tuple of:")
-        lines += [f"    {o.name}: {op.dtype} tensor of shape {o.shape_text}." for o in op.outputs]
-    lines += [
-        "",
-        "Raises:",
-        "    TypeError: an argument is a tensor or variable of another dtype.",
-        "    ValueError: an argument's static shape does not match its declaration.",
-    ]
-    wrapped = []
-    for line in lines:  # formulas: continuation lines indented four more
-        body = line.lstrip(" ")
-        lead = line[: len(line) - len(body)]
-        wrapped += [lead + part for part in wrap(body, width - len(lead))] if body else [""]
-    return docstring_literal("\n".join(summary + [""] + wrapped))
+@dataclass(frozen=True)
+class ModuleMeta:
+    """The module-level facts of a generated file (its header and docstring).
 
-
-def _op_view(op: ir.OpIR) -> tuple[dict, bool, set[str]]:
-    """The template view of one op, whether it uses ``math``, and the module helpers
-    (``_unbroadcast``, ``_logsumexp``, ``_check_named_dims``) it calls."""
-    printer = TFPrinter(op.dtype)
-    forward = _statements(printer, op.forward, op, "the forward pass", indent=4)
-    backward = _statements(printer, op.backward, op, "the gradient", indent=8)
-    helpers = set(printer.helpers)
-    if any(isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward):
-        helpers.add("_unbroadcast")
-    if op.named_dims:
-        helpers.add("_check_named_dims")
-    checks = [
-        f"{i.name} = _check_input({op.name!r}, {i.name!r}, {i.name}, tf.{i.dtype}, "
-        f"{list(i.declared)!r})"
-        for i in op.inputs
-    ]
-    if op.named_dims:
-        uses = ", ".join(
-            f"{dim!r}: [" + ", ".join(f"({n!r}, {n}, {axis})" for n, axis in places) + "]"
-            for dim, places in op.named_dims
-        )
-        checks.append(f"_check_named_dims({op.name!r}, {{{uses}}})")
-    params = ", ".join(i.name for i in op.inputs)
-    grads = [i.grad if i.grad else "None" for i in op.inputs]
-    outputs = [o.name for o in op.outputs]
-    view = {
-        "name": op.name,
-        "impl": op.impl,
-        "params": params,
-        "docstring": _op_docstring(op),
-        "checks": checks,
-        "forward": forward,
-        "upstreams": ", ".join(op.upstreams),
-        "grad_fn": op.grad_fn,
-        "backward": backward,
-        "grad_returns": ", ".join(grads),
-        "returns": outputs[0] if op.single else (
-            f"({outputs[0]},)" if len(outputs) == 1 else "(" + ", ".join(outputs) + ")"
-        ),
-    }
-    return view, printer.uses_math, helpers
-
-
-def _calls(value: ir.Call, fn: str) -> bool:
-    return value.fn == fn or any(isinstance(a, ir.Call) and _calls(a, fn) for a in value.args)
-
-
-def render_module(module: ir.ModuleIR) -> str:
-    """Render the module's source text (unformatted; see :mod:`gradgen.formatter`).
-
-    Raises:
-        RenderError: an op needs something the printer cannot print.
+    Attributes:
+        name: module name.
+        doc: the spec's doc text, or None.
+        spec_path: the spec's path relative to the output file's folder.
+        spec_sha256: hex digest of the spec's bytes.
+        version: the gradgen version.
     """
-    views, uses_math, helpers = [], False, set()
-    for op in module.ops:
-        view, op_math, op_helpers = _op_view(op)
-        views.append(view)
-        uses_math |= op_math
-        helpers |= op_helpers
-    doc = module.doc.strip() if module.doc and module.doc.strip() else (
-        f"TensorFlow ops with custom gradients, generated by gradgen."
+
+    name: str
+    doc: str | None
+    spec_path: str
+    spec_sha256: str
+    version: str
+
+
+@dataclass
+class OpViews:
+    """What the templates need for one op.
+
+    Attributes:
+        module: the op's view for ``templates/op.py.j2``.
+        uses_math: the op's code uses the ``math`` module.
+        helpers: module helper functions the op calls (``_unbroadcast``...).
+        test: the op's view for ``templates/test_module.py.j2`` (cases without the
+            sampling range, which verification decides: see :func:`test_cases`).
+        test_math, test_helpers: the same needs for the reference forward.
+    """
+
+    module: dict
+    uses_math: bool
+    helpers: list
+    test: dict
+    test_math: bool
+    test_helpers: list
+    cases: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "OpViews":
+        return cls(**data)
+
+
+def test_cases(views: OpViews, sample_range) -> list[str]:
+    """The op's test cases as Python literals, sampling inputs from ``sample_range``."""
+    low, high = sample_range or (0.5, 1.5)
+    return [
+        repr((name, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
+              (low, high), solves))
+        for name, dtypes, flags, shapes, solves in views.cases
+    ]
+
+
+def render_module(meta: ModuleMeta, ops: list) -> str:
+    """The module's source (unformatted; see :mod:`gradgen.formatter`) from the ops'
+    views (:class:`gradgen.views.OpViews`)."""
+    doc = meta.doc.strip() if meta.doc and meta.doc.strip() else (
+        "TensorFlow ops with custom gradients, generated by gradgen."
     )
-    template = _environment().get_template("module.py.j2")
-    return template.render(
-        version=module.gradgen_version,
-        spec_path=module.spec_path,
-        spec_sha256=module.spec_sha256,
+    return _environment().get_template("module.py.j2").render(
+        version=meta.version,
+        spec_path=meta.spec_path,
+        spec_sha256=meta.spec_sha256,
         docstring=docstring_literal("\n".join(_prose(doc, LINE_LENGTH))),
-        uses_math=uses_math,
-        helpers=sorted(helpers),
-        ops=views,
+        uses_math=any(v.uses_math for v in ops),
+        helpers=sorted({h for v in ops for h in v.helpers}),
+        ops=[v.module for v in ops],
     )
 
 
-def render_tests(module: ir.ModuleIR, module_path: str, ranges: dict) -> str:
-    """Render the pytest module that checks ``module``'s ops (see
+def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> str:
+    """The pytest module checking ``meta``'s ops (see
     :func:`gradgen.emit.generate_tests`).
 
     Args:
-        module: the generated module's IR.
+        meta: the generated module's facts.
         module_path: path of the generated module relative to the test's folder.
-        ranges: {op name: (low, high) input range where verification sampled, or None}.
+        ops: the ops' views (:class:`gradgen.views.OpViews`).
+        cases: per op, its test cases as Python literals.
     """
-    ops = []
-    uses_math = False
-    for op in module.ops:
-        printer = TFPrinter(op.dtype)
-        reference = _statements(printer, op.reference, op, "the reference forward", indent=4)
-        uses_math |= printer.uses_math
-        outputs = [o.name for o in op.outputs]
-        low, high = ranges.get(op.name) or (0.5, 1.5)
-        cases = [
-            repr(
-                (
-                    op.name,
-                    tuple(i.dtype for i in op.inputs),
-                    tuple(i.differentiable for i in op.inputs),
-                    tuple(tuple(s) for s in shapes),
-                    (low, high),
-                    op.solves,
-                )
-            )
-            for shapes in op.example_shapes
-        ]
-        ops.append(
-            {
-                "name": op.name,
-                "params": ", ".join(i.name for i in op.inputs),
-                "reference": reference,
-                "helpers": sorted(printer.helpers),
-                "returns": outputs[0] if op.single else "(" + ", ".join(outputs) + ",)",
-                "cases": cases,
-            }
-        )
-    helpers = sorted({h for op in ops for h in op["helpers"]})
-    template = _environment().get_template("test_module.py.j2")
-    return template.render(
-        version=module.gradgen_version,
-        spec_path=module.spec_path,
-        spec_sha256=module.spec_sha256,
-        module=module.name,
+    views = [dict(v.test, cases=c) for v, c in zip(ops, cases)]
+    return _environment().get_template("test_module.py.j2").render(
+        version=meta.version,
+        spec_path=meta.spec_path,
+        spec_sha256=meta.spec_sha256,
+        module=meta.name,
         module_path=module_path,
-        uses_math=uses_math,
-        helpers=helpers,
-        ops=ops,
+        uses_math=any(v.test_math for v in ops),
+        helpers=sorted({h for v in ops for h in v.test_helpers}),
+        ops=views,
     )
 
 

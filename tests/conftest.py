@@ -18,6 +18,8 @@ EXAMPLES = ROOT / "examples"
 GENERATED = ROOT / "generated"
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests exercise the uncached path (tests of the cache turn it on in a private folder).
+os.environ["GRADGEN_CACHE"] = "0"
 
 
 @pytest.fixture(scope="session")

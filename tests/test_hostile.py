@@ -154,7 +154,7 @@ def test_build_interrupted_while_deriving_changes_nothing(tmp_path, monkeypatch)
     try:
         specs, before = _project(tmp_path)
         calls = {"n": 0}
-        original = gradgen.emit.derive_op
+        original = gradgen.derive.derive_op
 
         def interrupted(doc, index):
             calls["n"] += 1
@@ -162,7 +162,7 @@ def test_build_interrupted_while_deriving_changes_nothing(tmp_path, monkeypatch)
                 raise KeyboardInterrupt
             return original(doc, index)
 
-        monkeypatch.setattr(gradgen.emit, "derive_op", interrupted)
+        monkeypatch.setattr(gradgen.derive, "derive_op", interrupted)
         result = CliRunner().invoke(main, ["build", *specs, "-o", "out"])
         assert result.exit_code != 0 and calls["n"] == 12  # click reports "Aborted!"
         after = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}

@@ -1,0 +1,203 @@
+"""``python -m benchmarks``: generated gradients against TF autodiff (see run.py).
+
+Options:
+    --sizes 1e3,1e5     element counts (default 1e3,1e4,1e5,1e6,1e7)
+    --repeats N         timed calls per size and method (default 15; 5 at 1e7)
+    --ops a,b           only these ops
+    --no-memory         skip the peak-memory measurements
+    --out DIR           where results.json, results.md and speed.png go
+                        (default benchmarks/results)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from benchmarks.plain import MATRIX_OPS, log10_label, make_inputs, moved_bytes, plain_forwards
+from benchmarks.run import (
+    DEFAULT_SIZES,
+    HERE,
+    build,
+    copy_bandwidth,
+    machine,
+    measure_memory,
+    step_function,
+    time_pair,
+)
+
+MEMORY_SIZE = 10**7
+ACTIVATIONS = ["gelu_tanh", "gelu_erf", "swish", "mish", "softplus_act", "elu"]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--sizes", default=",".join(f"{n:.0e}" for n in DEFAULT_SIZES))
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--ops", default="")
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--out", default=str(HERE / "results"))
+    args = parser.parse_args(argv)
+
+    import tensorflow as tf
+
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    module = build("save")
+    plain = plain_forwards(tf)
+    names = [n for n in plain if not args.ops or n in args.ops.split(",")]
+    rows = []
+    for name in names:
+        for jit in (False, True):
+            for n in sizes:
+                inputs, differentiable = make_inputs(name, n)
+                outputs = [plain[name](*[tf.constant(x) for x in inputs])]
+                upstream = np.random.default_rng(1).normal(size=outputs[0].shape).astype(
+                    np.float32)
+                if jit and name == "log_det":
+                    steps = {"generated": step_function(tf, getattr(module, name),
+                                                        differentiable, True)}
+                else:
+                    steps = {
+                        "generated": step_function(tf, getattr(module, name), differentiable, jit),
+                        "autodiff": step_function(tf, plain[name], differentiable, jit),
+                    }
+                repeats = max(5, args.repeats if n < 10**7 else args.repeats // 3)
+                times = time_pair(tf, steps, inputs, upstream, repeats)
+                copy = copy_bandwidth(tf, n, repeats)
+                moved = moved_bytes(inputs, outputs)
+                row = {
+                    "op": name, "xla": jit, "size": n,
+                    "generated_s": times["generated"],
+                    "autodiff_s": times.get("autodiff"),
+                    "ratio": times["autodiff"] / times["generated"] if "autodiff" in times
+                    else None,
+                    "bandwidth_gbs": moved / times["generated"] / 1e9,
+                    "copy_gbs": copy / 1e9,
+                }
+                rows.append(row)
+                print(_line(row), flush=True)
+    memory = []
+    if not args.no_memory:
+        for name in names:
+            if name in MATRIX_OPS:
+                continue
+            entry = {"op": name}
+            for method in ("autodiff", "save", "recompute"):
+                entry[method] = measure_memory(name, method, MEMORY_SIZE)
+            memory.append(entry)
+            print(f"memory {name}: " + ", ".join(f"{k} {v:.0f} MB" for k, v in entry.items()
+                                                 if k != "op"), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    info = machine()
+    (out / "results.json").write_text(json.dumps(
+        {"machine": info, "timings": rows, "memory": memory}, indent=1))
+    report = markdown(rows, memory, info)
+    (out / "results.md").write_text(report)
+    plot(rows, out / "speed.png")
+    print()
+    print(report)
+    return 0
+
+
+import numpy as np  # noqa: E402  (after TF_CPP_MIN_LOG_LEVEL)
+
+
+def _line(row) -> str:
+    ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else "  - "
+    return (f"{row['op']:14s} {'xla' if row['xla'] else 'graph':5s} {log10_label(row['size']):>4s}"
+            f"  generated {row['generated_s'] * 1e3:9.3f} ms  ratio {ratio}"
+            f"  {row['bandwidth_gbs']:.1f} GB/s (copy {row['copy_gbs']:.1f})")
+
+
+def summary(rows, jit: bool) -> dict:
+    """Per op: the median over sizes of the speed ratio."""
+    ops = {}
+    for row in rows:
+        if row["xla"] == jit and row["ratio"] is not None:
+            ops.setdefault(row["op"], []).append(row["ratio"])
+    return {op: statistics.median(v) for op, v in ops.items()}
+
+
+def markdown(rows, memory, info) -> str:
+    sizes = sorted({r["size"] for r in rows})
+    lines = [
+        f"Machine: {info['cpu']}, {info['cores']} cores"
+        + (f", GPU {', '.join(info['gpu'])}" if info["gpu"] else ", no GPU")
+        + f"; TensorFlow {info['tensorflow']}, Python {info['python']}.",
+        "",
+        "Speed ratio (TF autodiff time / generated time; above 1 the generated op is "
+        "faster), forward + backward, median of repeated interleaved runs:",
+        "",
+        "| op | mode | " + " | ".join(log10_label(n) for n in sizes) + " | median |",
+        "| --- | --- | " + " | ".join("---" for _ in sizes) + " | --- |",
+    ]
+    for jit in (False, True):
+        per_op = summary(rows, jit)
+        for op in dict.fromkeys(r["op"] for r in rows):
+            cells = []
+            for n in sizes:
+                row = next((r for r in rows if r["op"] == op and r["xla"] == jit
+                            and r["size"] == n), None)
+                cells.append(f"{row['ratio']:.2f}" if row and row["ratio"] else "-")
+            median = f"{per_op[op]:.2f}" if op in per_op else "-"
+            lines.append(f"| {op} | {'XLA' if jit else 'tf.function'} | "
+                         + " | ".join(cells) + f" | {median} |")
+    for jit in (False, True):
+        values = list(summary(rows, jit).values())
+        if values:
+            lines.append("")
+            lines.append(
+                f"{'XLA' if jit else 'tf.function'}: median ratio over ops "
+                f"{statistics.median(values):.2f}, lowest {min(values):.2f} "
+                f"({min(summary(rows, jit), key=summary(rows, jit).get)})."
+            )
+    big = [r for r in rows if r["size"] == max(sizes) and not r["xla"]]
+    if big:
+        lines += ["", f"Effective bandwidth at {log10_label(max(sizes))} elements "
+                  "(bytes a forward + backward pass must move / time; tf.function):", "",
+                  "| op | generated GB/s | plain copy GB/s |", "| --- | --- | --- |"]
+        lines += [f"| {r['op']} | {r['bandwidth_gbs']:.1f} | {r['copy_gbs']:.1f} |" for r in big]
+    if memory:
+        lines += ["", f"Peak memory of one forward + backward pass at {log10_label(MEMORY_SIZE)} "
+                  "elements (MB above the baseline, tf.function):", "",
+                  "| op | autodiff | generated, memory: save | generated, memory: recompute |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f"| {m['op']} | {m['autodiff']:.0f} | {m['save']:.0f} | {m['recompute']:.0f} |"
+                  for m in memory]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, path: Path) -> None:
+    """Bar chart of the median speed ratio per op, without and with XLA."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
+        return
+    graph, xla = summary(rows, False), summary(rows, True)
+    ops = list(graph)
+    x = np.arange(len(ops))
+    fig, ax = plt.subplots(figsize=(max(6, len(ops) * 0.7), 4))
+    ax.bar(x - 0.2, [graph[o] for o in ops], 0.4, label="tf.function")
+    ax.bar(x + 0.2, [xla.get(o, 0) for o in ops], 0.4, label="tf.function + XLA")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, ops, rotation=45, ha="right")
+    ax.set_ylabel("TF autodiff time / generated time")
+    ax.set_title("gradgen: speed ratio per op (median over sizes)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

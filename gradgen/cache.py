@@ -1,0 +1,97 @@
+"""A cache of derived and printed ops, so that an unchanged spec is fast to rebuild and
+to check.
+
+Consumes: JSON-serializable values (never pickles: a cache entry cannot run code) under
+keys that hash everything the value depends on. Guarantees: :func:`get` returns a value
+stored by :func:`put` under the same key, or None (missing, unreadable or corrupt
+entries are misses, never errors); :func:`put` writes atomically and never fails the
+build (a read-only or full disk just means no caching).
+
+Keys include :func:`fingerprint`: a hash of gradgen's own source files and templates and
+of the versions of SymPy and black, so a different gradgen (even an unreleased edit)
+never reads another's entries.
+
+Location: ``$GRADGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgen``, else
+``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (or ``--no-cache``) disables it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+
+
+def enabled() -> bool:
+    return os.environ.get("GRADGEN_CACHE", "1") not in ("0", "false", "no", "off")
+
+
+def directory() -> Path:
+    if os.environ.get("GRADGEN_CACHE_DIR"):
+        return Path(os.environ["GRADGEN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gradgen"
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """Hash of gradgen's code and templates and of the SymPy and black versions."""
+    from .render import templates_dir
+
+    digest = hashlib.sha256(__version__.encode())
+    package = Path(__file__).resolve().parent
+    files = sorted(package.glob("*.py")) + sorted(templates_dir().glob("*.j2"))
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    for dist in ("sympy", "black"):
+        try:
+            digest.update(metadata.version(dist).encode())
+        except metadata.PackageNotFoundError:
+            pass
+    return digest.hexdigest()
+
+
+def key(kind: str, payload) -> str:
+    """A cache key for ``payload`` (any JSON-serializable value) of the given kind."""
+    text = json.dumps({"kind": kind, "code": fingerprint(), "payload": payload},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _path(k: str) -> Path:
+    return directory() / k[:2] / f"{k}.json"
+
+
+def get(k: str):
+    """The value stored under ``k``, or None."""
+    if not enabled():
+        return None
+    try:
+        return json.loads(_path(k).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def put(k: str, value) -> None:
+    """Store ``value`` under ``k`` (atomically; failures are ignored)."""
+    if not enabled():
+        return
+    path = _path(k)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(value, f)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
