@@ -195,7 +195,7 @@ class _Deriver:
                 name = node.name_hint
             else:
                 name = self.scope.claim(node.name_hint)
-            new = self._symbol(name)
+            new = sympy.Symbol(name, **node.symbol.assumptions0)  # keeps e.g. >= 0
             self.rename[node.symbol] = new
             node_targets[new] = name
             self.shape_of[new] = node.shape
@@ -627,6 +627,15 @@ class _Deriver:
     # ----------------------------------------------------------------- CSE + order
 
     def _cse(self, forward_values, backward_values, where_exprs, out_locals):
+        # Half-precision products round after every step (the chain r**-12 loses ~3% in
+        # bfloat16), so there powers stay single pow calls (one rounding).
+        chains = self.p.dtype not in ("float16", "bfloat16")
+
+        def cheap(e):
+            return _cheap_forms(e, chains)
+
+        forward_values = [(t, ir.map_value(v, cheap), c) for t, v, c in forward_values]
+        backward_values = [(t, ir.map_value(v, cheap), c) for t, v, c in backward_values]
         fwd_exprs = [e for _, v, _ in forward_values for e in ir.value_exprs(v)]
         bwd_exprs = [e for _, v, _ in backward_values for e in ir.value_exprs(v)]
         # Temporaries that involve a cotangent can only be used by backward statements,
@@ -662,7 +671,7 @@ class _Deriver:
         expanded: dict = {}
         for s in order:
             expanded[s] = temps[s].xreplace(expanded)
-        where_names = {e: n for n, e in reversed(where_exprs)}
+        where_names = {cheap(e): n for n, e in reversed(where_exprs)}
         for s in order:
             name = where_names.get(expanded[s])
             if name is not None and name not in names.values():
@@ -841,6 +850,61 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
     return f"{node.op}({', '.join(args)})"
 
 
+def _chain(base, n: int):
+    """``base**n`` (n >= 1) by repeated squaring: a product of Square(...) steps."""
+    factors, square = [], base
+    while n:
+        if n & 1:
+            factors.append(square)
+        n >>= 1
+        if n:
+            square = fn.Square(square)
+    return sympy.Mul(*factors)
+
+
+def _cheap_forms(expr, chains: bool = True):
+    """Cheaper equal forms for code: with ``chains``, integer and half-integer powers by
+    repeated squaring (``r**-12`` is 4 products after one division, not a ``pow`` call,
+    which costs an exp and a log per element); and non-trivial numeric constants as
+    atoms (so CSE keeps them inline)."""
+
+    def fix(e):
+        if not chains:
+            return None
+        if isinstance(e, sympy.Pow) and e.exp.is_Rational and not e.base.is_number:
+            p, q = int(e.exp.p), int(e.exp.q)
+            if q == 1 and p >= 2:
+                return _chain(e.base, p)
+            if q == 1 and p <= -2:
+                return _chain(fn.Recip(e.base), -p)
+            if q == 2 and abs(p) >= 3:
+                half = sympy.Pow(e.base, sympy.Rational(1 if p > 0 else -1, 2))
+                base = e.base if p > 0 else fn.Recip(e.base)
+                return sympy.Mul(_chain(base, abs(p) // 2), half)
+        return None
+
+    return _constants(guards._bottom_up(expr, fix))
+
+
+def _constants(expr):
+    """Non-trivial numeric constants (``sqrt(2)/sqrt(pi)``) as single ``Const`` atoms,
+    the numeric factors of a product merged into one, so that CSE does not hoist them
+    into temporaries of their own (``t = math.sqrt(2) * (1 / math.sqrt(math.pi))``)."""
+    if not isinstance(expr, sympy.Expr) or expr.is_Atom:
+        return expr
+    if expr.is_number:
+        return fn.Const(expr)
+    if isinstance(expr, sympy.Mul):
+        numbers = [a for a in expr.args if a.is_number]
+        rest = [_constants(a) for a in expr.args if not a.is_number]
+        coeff = sympy.Mul(*numbers)
+        if not coeff.is_Atom:
+            coeff = fn.Const(coeff)
+        return sympy.Mul(coeff, *rest)
+    args = tuple(_constants(a) for a in expr.args)
+    return expr if args == expr.args else expr.func(*args)
+
+
 def _recomputed(forward: tuple, backward: tuple) -> tuple:
     """The forward statements the backward statements need (directly or through each
     other), in forward order, for ``memory: recompute``: the gradient function computes
@@ -897,6 +961,10 @@ def _temp_name(expr, names: dict) -> str:
             return f"sqrt_{label(expr.base)}"
         if expr.exp == -1:
             return f"inv_{label(expr.base)}"
+    if isinstance(expr, fn.Square) and label(expr.args[0]):
+        return f"{label(expr.args[0])}_sq"
+    if isinstance(expr, fn.Recip) and label(expr.args[0]):
+        return f"inv_{label(expr.args[0])}"
     if isinstance(expr, sympy.Function) and len(expr.args) == 1 and label(expr.args[0]):
         return f"{type(expr).__name__.lower()}_{label(expr.args[0])}"
     if isinstance(expr, fn.Guard) and label(expr.args[0]):

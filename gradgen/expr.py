@@ -768,6 +768,9 @@ class _Parser:
         index = len(self.nodes)
         hint = self.name_hint if node is None or self._is_whole(node) else ""
         assumptions = {} if self.is_complex else {"real": True}
+        if op in ("sum", "mean") and args[0].expr.is_nonnegative:
+            # a sum of squares stays >= 0, so d/ds sqrt(s + eps) needs no zero guard
+            assumptions["nonnegative"] = True
         symbol = sympy.Symbol(f"_node{index}", **assumptions)
         self.nodes.append(
             TensorNode(

@@ -43,6 +43,10 @@ __all__ = [
     "Max",
     "Min",
     "Guard",
+    "Square",
+    "Recip",
+    "logcosh",
+    "Const",
 ]
 
 
@@ -377,3 +381,91 @@ class Guard(sympy.Function):
         if chosen is sympy.false:
             return safe._eval_evalf(prec)
         return None
+
+
+class Square(sympy.Function):
+    """``x * x``, kept as one opaque step so that powers are built by repeated squaring
+    (``x**12 = Square(Square(Square(x))) * Square(Square(x))``) and shared by CSE."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_number:
+            return arg**2
+
+    def fdiff(self, argindex=1):
+        return 2 * self.args[0]
+
+    def _eval_evalf(self, prec):
+        return (self.args[0] ** 2)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_is_nonnegative(self):
+        return self.args[0].is_real or None
+
+
+class Recip(sympy.Function):
+    """``1 / x`` as one opaque step (SymPy would merge ``1/x`` into neighbouring powers of
+    ``x``, undoing the squaring chains built from it)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_number:
+            return 1 / arg
+
+    def fdiff(self, argindex=1):
+        return -Recip(self.args[0]) ** 2
+
+    def _eval_evalf(self, prec):
+        return (1 / self.args[0])._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+
+class logcosh(sympy.Function):
+    """``log(cosh(x))``, computed as ``|x| + softplus(-2|x|) - log(2)`` (no overflow of
+    cosh for |x| > 89 in float32); derivative ``tanh(x)``."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_zero:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        return sympy.tanh(self.args[0])
+
+    def _eval_rewrite_as_log(self, arg, **kwargs):
+        return sympy.log(sympy.cosh(arg))
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.log)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_is_nonnegative(self):
+        return self.args[0].is_real or None
+
+
+class Const(sympy.Symbol):
+    """A numeric constant that is not a plain number (``sqrt(2/pi)``), held as an atom so
+    that common-subexpression elimination leaves it inline; printed from ``value``."""
+
+    def __new__(cls, value):
+        import hashlib
+
+        name = "_const_" + hashlib.sha256(sympy.srepr(value).encode()).hexdigest()[:12]
+        obj = super().__new__(cls, name, real=bool(value.is_real))
+        obj.value = value
+        return obj
+
+    def __getnewargs__(self):
+        return (self.value,)

@@ -107,7 +107,7 @@ _BINARY = {
     sympy.Min: "tf.math.minimum",
 }
 # Functions printed as calls of helpers defined in the generated module.
-HELPERS = {fn.logsumexp: "_logsumexp"}
+HELPERS = {fn.logsumexp: "_logsumexp", fn.logcosh: "_logcosh"}
 _COMPARISONS = {
     sympy.StrictLessThan: "<",
     sympy.LessThan: "<=",
@@ -344,6 +344,25 @@ class TFPrinter(TensorflowPrinter):
                 branches = f"{self._args([value])}, {text}"
             text = f"tf.where({self._print(cond)}, {branches})"
         return text
+
+    def _print_Square(self, expr):
+        (x,) = expr.args
+        if x.is_Atom:
+            text = self._print(x)
+            return f"{text} * {text}"
+        return f"tf.math.square({self._arg(x)})"
+
+    def _print_Recip(self, expr):
+        return f"(1.0 / {self._divisor(expr.args[0])})"
+
+    def _print_Const(self, expr):
+        coeff, rest = expr.value.as_coeff_Mul()
+        if coeff.is_Rational and abs(coeff.p) == 1 and coeff.q > 1 and not rest.is_Rational:
+            sign = "-" if coeff.p < 0 else ""
+            return f"({sign}{self._number(rest)} / {coeff.q})"  # sqrt(2)/2, not (1/2)*...
+        text = self._number(expr.value)
+        atomic = expr.value.is_Atom or isinstance(expr.value, sympy.Function)
+        return text if atomic else f"({text})"
 
     def _print_Guard(self, expr):
         u, cond, safe = expr.args

@@ -20,7 +20,16 @@ from typing import Callable
 import sympy
 from sympy import S
 
-from .functions import expm1, log1p, logsumexp, sigmoid, softmax_weight, softplus, xlogy
+from .functions import (
+    expm1,
+    log1p,
+    logcosh,
+    logsumexp,
+    sigmoid,
+    softmax_weight,
+    softplus,
+    xlogy,
+)
 
 
 @dataclass(frozen=True)
@@ -246,6 +255,28 @@ def _power_product(expr):
     return None
 
 
+def _log_cosh(expr):
+    # log(cosh(u)) = logcosh(u), computed without overflow
+    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+        if isinstance(expr.args[0], sympy.cosh):
+            return logcosh(expr.args[0].args[0])
+    return None
+
+
+def _tanh_ratio(expr):
+    # sinh(u) / cosh(u) = tanh(u): one transcendental instead of two and a division
+    if isinstance(expr, sympy.Mul):
+        factors = list(expr.args)
+        for f in factors:
+            if isinstance(f, sympy.sinh):
+                u = f.args[0]
+                inverse = sympy.Pow(sympy.cosh(u), -1)
+                if inverse in factors:
+                    rest = [g for g in factors if g is not f and g != inverse]
+                    return sympy.Mul(sympy.tanh(u), *rest)
+    return None
+
+
 def _expm1(expr):
     # exp(u) - 1 = expm1(u)
     if isinstance(expr, sympy.Add) and S.NegativeOne in expr.args:
@@ -344,6 +375,19 @@ RULES: tuple[Rule, ...] = (
         "x * log(y) = xlogy(x, y), which is 0 where x = 0",
         "0 * log(0) = 0 * -inf = NaN (entropy terms, powers with base 0)",
         _xlogy,
+    ),
+    Rule(
+        "log_cosh",
+        "log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2)",
+        "cosh(u) overflows for |u| > 89 in float32 (the result is about |u| - log(2))",
+        _log_cosh,
+    ),
+    Rule(
+        "tanh_ratio",
+        "sinh(u) / cosh(u) = tanh(u)",
+        "two transcendentals and a division where one suffices; cosh overflows first",
+        _tanh_ratio,
+        complex_ok=True,
     ),
     Rule(
         "expm1",

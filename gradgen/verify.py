@@ -97,6 +97,9 @@ _NUMPY = {
     "_min": lambda *a: reduce(np.minimum, a),
     "_log1p": np.log1p,
     "_expm1": np.expm1,
+    "_square": lambda x: x * x,
+    "_recip": lambda x: 1 / x,
+    "_logcosh": lambda x: np.logaddexp(x, -x) - math.log(2.0),
     "_erf": np.vectorize(math.erf, otypes=[float]),
     "_erfc": np.vectorize(math.erfc, otypes=[float]),
 }
@@ -110,6 +113,9 @@ _REPLACE = {
     fn.Max: "_max",
     fn.Min: "_min",
     fn.log1p: "_log1p",
+    fn.Square: "_square",
+    fn.Recip: "_recip",
+    fn.logcosh: "_logcosh",
     fn.expm1: "_expm1",
     sympy.erf: "_erf",
     sympy.erfc: "_erfc",
@@ -124,7 +130,7 @@ class _Evaluator:
 
     def expr(self, expr, env):
         if expr not in self._compiled:
-            e = expr
+            e = expr.xreplace({c: c.value for c in expr.atoms(fn.Const)})
             for cls, name in _REPLACE.items():
                 e = e.replace(cls, sympy.Function(name))
             symbols = sorted(e.free_symbols, key=lambda s: s.name)

@@ -147,6 +147,17 @@ def families(tf):
             single([-1e4, -100.0, -1.0, 0.0, 1.0, 1e4]),
             lambda x: tf.where(x > 0, x, exp(x) - 1),
         ),
+        Family(
+            "log_cosh",
+            single([-1e4, -100.0, -20.0, -1.0, 0.0, 1e-3, 1.0, 20.0, 100.0, 1e4]),
+            lambda x: log(tf.math.cosh(x)),
+        ),
+        # r**-12 underflows below float16's smallest normal (6e-5) for r > 2.2
+        Family(
+            "inverse_power",
+            single([0.5, 0.9, 1.0, 1.1, 2.0]),
+            lambda r: r**-12,
+        ),
     ]
 
 

@@ -78,3 +78,44 @@ def test_unprintable_partial_is_a_spec_error_naming_op_and_function(
         source("x * y", {"x": [3], "y": [3]}, tmp_path, name="odd")
     message = info.value.diagnostics[0].format()
     assert "s.yaml:" in message and "op 'odd'" in message and expected in message
+
+
+def _vjp_text(output, inputs, tmp_path, dtype=None, where=None):
+    op = {"name": "f", "inputs": inputs, "output": output}
+    if where:
+        op["where"] = where
+    spec = {"version": 1, "module": "m", "ops": [op]}
+    if dtype:
+        spec["dtype"] = dtype
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return body(generate([str(path)], str(tmp_path))["m.py"], "def _f_vjp")
+
+
+def test_integer_powers_are_squaring_chains_not_pow(tmp_path):
+    text = _vjp_text("4 * (r**-12 - r**-6)", {"r": [None]}, tmp_path)
+    assert "pow" not in text
+    assert "inv_r = 1.0 / r" in text and "inv_r * inv_r" in text
+    # the backward reuses the forward's chain instead of computing r**-13 afresh
+    assert text.count("1.0 / r\n") == 1
+
+
+def test_half_precision_keeps_pow_for_accuracy(tmp_path):
+    # each product rounds in bfloat16; one pow call rounds once
+    text = _vjp_text("r**-12", {"r": [None]}, tmp_path, dtype="bfloat16")
+    assert "out = 1.0 / tf.math.pow(r, 12.0)" in text
+    assert "inv_r" not in text
+
+
+def test_numeric_constants_stay_inline(tmp_path):
+    text = _vjp_text("0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))",
+                     {"x": [None]}, tmp_path)
+    assert "(math.sqrt(2) / math.sqrt(math.pi)) * (" in text
+    assert "t = math" not in text  # no temporary holding just a constant
+
+
+def test_mean_of_squares_plus_eps_needs_no_zero_guard(tmp_path):
+    text = _vjp_text("d / sqrt(mean(d**2, axis=-1, keepdims=True) + 1e-5)",
+                     {"x": [None, 8]}, tmp_path, where={"d": "x - mean(x, axis=-1, keepdims=True)"})
+    assert "not_equal" not in text and "tf.where" not in text
+    assert "tf.math.rsqrt(t)" in text

@@ -81,7 +81,7 @@ OPS = [
     "softplus_naive", "sigmoid_naive", "logistic_ratio", "swish", "log1p_naive",
     "expm1_naive", "entropy", "cross_entropy", "log_sigmoid", "log_one_minus_sigmoid",
     "logaddexp", "softmax2", "log_softmax2", "power", "norm", "angle", "sinc",
-    "expm1_ratio", "sqrt_relu", "elu",
+    "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "inverse_power",
 ]
 
 

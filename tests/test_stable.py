@@ -7,10 +7,11 @@ import pytest
 import sympy
 
 from gradgen import stable
-from gradgen.functions import expm1, log1p, logsumexp, sigmoid, softplus, xlogy
+from gradgen.functions import expm1, log1p, logcosh, logsumexp, sigmoid, softplus, xlogy
 
 x, y = sympy.symbols("x y", real=True)
 exp, log = sympy.exp, sympy.log
+cosh, sinh, tanh = sympy.cosh, sympy.sinh, sympy.tanh
 
 # rule -> (input expression, expected rewrite); each rule is tested alone (first in
 # order), so the example shows what that rule does by itself.
@@ -20,6 +21,8 @@ EXAMPLES = {
     "log_mul": (log(exp(x) * sigmoid(y)), x + log(sigmoid(y))),
     "log_sigmoid": (log(sigmoid(x)), -softplus(-x)),
     "log1p": (log(1 + x * y), log1p(x * y)),
+    "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
+    "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),
     "sigmoid_complement": (1 - sigmoid(x) + y, sigmoid(-x) + y),
@@ -68,7 +71,9 @@ def test_log_softmax_and_log_sigmoid_compose():
 
 def test_complex_rules_are_holomorphic_and_supported():
     names = {r.name for r in stable.COMPLEX_RULES}
-    assert names == {"log1p", "sigmoid_pow", "sigmoid_mul", "expm1", "power_product"}
+    assert names == {
+        "log1p", "sigmoid_pow", "sigmoid_mul", "expm1", "power_product", "tanh_ratio"
+    }
 
 
 def test_stable_functions_differentiate_to_stable_functions():
