@@ -166,7 +166,8 @@ def markdown(rows, memory, info) -> str:
         lines += [f"| {r['op']} | {r['bandwidth_gbs']:.1f} | {r['copy_gbs']:.1f} |" for r in big]
     if memory:
         lines += ["", f"Peak memory of one forward + backward pass at {log10_label(MEMORY_SIZE)} "
-                  "elements (MB above the baseline, tf.function):", "",
+                  "elements (MB allocated by TensorFlow above the inputs, tf.function; a "
+                  "single-input op as 8 layers in sequence, as in a network):", "",
                   "| op | autodiff | generated, memory: save | generated, memory: recompute |",
                   "| --- | --- | --- | --- |"]
         lines += [f"| {m['op']} | {m['autodiff']:.0f} | {m['save']:.0f} | {m['recompute']:.0f} |"

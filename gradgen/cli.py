@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 import traceback
@@ -129,6 +130,11 @@ def _run(action, reporter: Reporter):
 # ------------------------------------------------------------------ options
 
 
+def _disable_cache(ctx, param, value):
+    if value:
+        os.environ["GRADGEN_CACHE"] = "0"  # read by gradgen.cache.enabled()
+
+
 def _common(f):
     f = click.option("-v", "--verbose", "verbosity", flag_value=1, help="One line per file.")(f)
     f = click.option("-q", "--quiet", "verbosity", flag_value=-1, help="No output on success.")(f)
@@ -136,6 +142,9 @@ def _common(f):
         "--error-format", type=click.Choice(["text", "github"]), default=None,
         help="text (default), or github for GitHub Actions annotations.",
     )(f)
+    f = click.option("--no-cache", is_flag=True, expose_value=False, is_eager=True,
+                     callback=_disable_cache,
+                     help="Derive every op afresh (do not read or write the cache).")(f)
     f = click.option("--no-verify", is_flag=True, default=None,
                      help="Skip the numerical check of derived gradients.")(f)
     f = click.option("-o", "--out", "out_dir", default=None,

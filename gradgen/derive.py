@@ -331,8 +331,7 @@ class _Deriver:
             if v.is_integer and floats[v.symbol].name in used
         )
         forward = casts + forward
-        if self.memory == "recompute":
-            backward = _recomputed(forward, backward) + backward
+        recomputed = _recomputed(forward, backward) if self.memory == "recompute" else ()
         return ir.OpIR(
             name=p.name,
             impl=f"_{p.name}_vjp",
@@ -363,6 +362,7 @@ class _Deriver:
             forward=forward,
             reference=casts + self._reference(node_targets, out_locals, floats),
             memory=self.memory,
+            recomputed=recomputed,
             upstreams=tuple(u.name for u in upstreams),
             grad_fn=self.grad_fn,
             backward=backward,
@@ -920,11 +920,7 @@ def _recomputed(forward: tuple, backward: tuple) -> tuple:
         needed.add(name)
         stack += [s.name for e in ir.value_exprs(defined[name].value) for s in e.free_symbols
                   if s.name in defined]
-    return tuple(
-        ir.Statement(stmt.target, stmt.value, ("recomputed (memory: recompute)",) if i == 0
-                     else ())
-        for i, stmt in enumerate(s for s in forward if s.target in needed)
-    )
+    return tuple(ir.Statement(s.target, s.value) for s in forward if s.target in needed)
 
 
 def _add(values: list) -> ir.Value:

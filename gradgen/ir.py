@@ -178,6 +178,10 @@ class OpIR:
         upstreams: parameter names of the gradient function, one per output.
         grad_fn: the gradient function's name (``grad`` unless a user name takes it).
         backward: statements of the gradient function.
+        recomputed: with ``memory: recompute``, the forward statements the gradient
+            function runs again first (under a control dependency on the upstream
+            gradients, so that graph optimizers cannot merge them with the forward
+            pass's and keep those values alive after all); else empty.
         forward_text: the forward computation as formulas, for the docstring.
         forward_exprs: (name, SymPy expression) pairs of the same, for ``explain``.
         reductions: (input, how its gradient is unbroadcast) pairs.
@@ -205,6 +209,7 @@ class OpIR:
     upstreams: tuple[str, ...]
     grad_fn: str
     backward: tuple[Statement, ...]
+    recomputed: tuple[Statement, ...]
     forward_text: tuple[str, ...]
     forward_exprs: tuple
     reductions: tuple

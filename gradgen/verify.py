@@ -224,7 +224,7 @@ def _run(op: ir.OpIR, evaluator: _Evaluator, inputs: dict, upstreams=None):
             return outputs, None
         for name, u in zip(op.upstreams, upstreams):
             env[name] = u
-        for stmt in op.backward:
+        for stmt in op.recomputed + op.backward:  # recomputed: the same values again
             env[stmt.target] = evaluator.value(stmt.value, env)
     grads = {i.name: env[i.grad] for i in op.inputs if i.grad}
     return outputs, grads

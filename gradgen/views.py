@@ -90,7 +90,9 @@ def op_views(op: ir.OpIR) -> OpViews:
     """
     printer = TFPrinter(op.dtype)
     forward = _statements(printer, op.forward, op, "the forward pass", indent=4)
-    backward = _statements(printer, op.backward, op, "the gradient", indent=8)
+    indent = 12 if op.recomputed else 8  # recompute: the body is in a `with` block
+    recomputed = _statements(printer, op.recomputed, op, "the gradient", indent)
+    backward = _statements(printer, op.backward, op, "the gradient", indent)
     helpers = set(printer.helpers)
     if any(isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward):
         helpers.add("_unbroadcast")
@@ -119,6 +121,7 @@ def op_views(op: ir.OpIR) -> OpViews:
         "forward": forward,
         "upstreams": ", ".join(op.upstreams),
         "grad_fn": op.grad_fn,
+        "recomputed": recomputed,
         "backward": backward,
         "grad_returns": ", ".join(grads),
         "returns": outputs[0] if op.single else (

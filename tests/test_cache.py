@@ -68,3 +68,22 @@ def test_keys_depend_on_gradgen_code():
     assert cache.fingerprint() == cache.fingerprint()
     assert cache.key("op", {"a": 1}) != cache.key("op", {"a": 2})
     assert len(cache.fingerprint()) == 64
+
+
+def test_no_cache_flag_neither_reads_nor_writes(cached, monkeypatch):
+    from click.testing import CliRunner
+
+    from gradgen.cli import main
+
+    shutil.copy(EXAMPLES / "seeds.yaml", cached / "seeds.yaml")
+    monkeypatch.chdir(cached)
+    runner = CliRunner()
+    result = runner.invoke(main, ["build", "--no-cache", "seeds.yaml", "-o", "out"])
+    assert result.exit_code == 0, result.output
+    assert not (cached / "cache").exists()
+    monkeypatch.setenv("GRADGEN_CACHE", "1")  # the flag set it to 0 in this process
+    generate(["seeds.yaml"], "out")  # fills the cache
+    calls = _count_derivations(monkeypatch)
+    result = runner.invoke(main, ["check", "--no-cache", "seeds.yaml", "-o", "out"])
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 5  # every op derived again

@@ -174,8 +174,8 @@ def test_emitted_tests_pass(tmp_path):
     result = invoke(tmp_path, "build", *specs, "--emit-tests", "tests_out")
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "tests_out").iterdir()) == [
-        "test_kinks_gradients.py", "test_matrix_gradients.py", "test_seeds_gradients.py",
-        "test_stability_gradients.py",
+        "test_kinks_gradients.py", "test_matrix_gradients.py", "test_memory_gradients.py",
+        "test_seeds_gradients.py", "test_stability_gradients.py",
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(
