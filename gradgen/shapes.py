@@ -115,7 +115,7 @@ def broadcast_dims(a: Dim, b: Dim, factory: DimFactory) -> Dim:
     if b == 1:
         return a
     if is_known(a) and is_known(b):
-        raise ShapeError(f"sizes {a} and {b} do not broadcast")
+        raise ShapeError(f"sizes {a} and {b} differ and neither is 1")
     if isinstance(a, str) and isinstance(b, str):
         raise ShapeError(f"dims '{a}' and '{b}' have different names")
     # A known size n != 1 against an unknown one: the result is n (the other must be 1
