@@ -86,9 +86,14 @@ def _logsumexp(*terms):
 
 
 def _logcosh(x):
-    """log(cosh(x)) as |x| + softplus(-2|x|) - log(2): no overflow of cosh."""
+    """log(cosh(x)) without overflow or cancellation: |x| + softplus(-2|x|) - log(2)
+    for |x| >= 1, and log1p(e**2 / (2 + 2e)) with e = expm1(|x|) below (that is
+    cosh(x) - 1, with nothing to cancel near 0)."""
     a = tf.math.abs(x)
-    return a + tf.math.softplus(-2.0 * a) - 0.6931471805599453  # log(2)
+    small = a < 1.0
+    e = tf.math.expm1(tf.where(small, a, 0.0))
+    large = a + tf.math.softplus(-2.0 * a) - 0.6931471805599453  # log(2)
+    return tf.where(small, tf.math.log1p(e * e / (2.0 + 2.0 * e)), large)
 
 
 def _unbroadcast(grad, like):
@@ -717,8 +722,8 @@ def power(x, y):
         d(out)/d(y) = xlogy(x**y, x)
 
     Stable forms and guards used:
-        power_product: x**a * x**b = x**(a + b) for a symbolic exponent (x**y / x =
-            x**(y - 1))
+        power_product: x**a * x**b = x**(a + b) for a symbolic or irrational exponent
+            (x**y / x = x**(y - 1))
         xlogy: x * log(y) = xlogy(x, y), which is 0 where x = 0
 
     Args:
@@ -1109,7 +1114,8 @@ def log_cosh(x):
         d(out)/d(x) = tanh(x)
 
     Stable forms and guards used:
-        log_cosh: log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2)
+        log_cosh: log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2); log1p(e**2
+            / (2 + 2e)), e = expm1(|u|), for |u| < 1
 
     Args:
         x: float32 tensor of shape [None].

@@ -590,6 +590,10 @@ class _Parser:
                 magnitude = math.inf
             if magnitude > MAX_CONSTANT_LOG10:
                 raise _ExprError(node, "constant power is too large to represent")
+        if exponent.is_Float and float(exponent * 4).is_integer():
+            # x**0.5 is x**(1/2) exactly (also 2.0, 1.5, 0.25): the same derivative,
+            # guards and code as sqrt(x), not pow(x, 0.5) with 1.0 * ... factors
+            exponent = sympy.Rational(int(exponent * 4), 4)
         return base**exponent
 
     def visit_Compare(self, node: ast.Compare) -> Term:

@@ -430,7 +430,8 @@ class Recip(sympy.Function):
 
 class logcosh(sympy.Function):
     """``log(cosh(x))``, computed as ``|x| + softplus(-2|x|) - log(2)`` (no overflow of
-    cosh for |x| > 89 in float32); derivative ``tanh(x)``."""
+    cosh for |x| > 89 in float32) and as ``log1p(e**2 / (2 + 2e))``, ``e = expm1(|x|)``,
+    for |x| < 1 (``cosh(x) - 1`` without cancellation near 0); derivative ``tanh(x)``."""
 
     nargs = 1
 

@@ -142,11 +142,29 @@ def _standard(expr):
     return expr.xreplace(mapping)
 
 
+def _open_powers(expr) -> set:
+    """The powers in ``expr`` outside Piecewise branches. A pole inside a Piecewise is
+    already guarded (``1/sqrt(s)`` where ``s != 0``, else 0): a limit taken through the
+    Piecewise sees only its value at the point (0), not the pole beside it."""
+    found = set()
+
+    def walk(e):
+        if isinstance(e, sympy.Piecewise):
+            return
+        if isinstance(e, sympy.Pow):
+            found.add(e)
+        for a in e.args:
+            walk(a)
+
+    walk(expr)
+    return found
+
+
 def _poles(expr) -> list[sympy.Symbol]:
-    """Real symbols v with a factor v**(-n) somewhere in ``expr``."""
+    """Real symbols v with a factor v**(-n) somewhere in ``expr`` (outside Piecewise)."""
     found = {
         p.base
-        for p in expr.atoms(sympy.Pow)
+        for p in _open_powers(expr)
         if p.base.is_Symbol and p.base.is_real and p.exp.is_negative
     }
     return sorted(found, key=sympy.default_sort_key)
@@ -198,7 +216,7 @@ def _taylor(expr, v, degree: int):
 
 
 def _has_pole(expr, v) -> bool:
-    return any(p.base == v and p.exp.is_negative for p in expr.atoms(sympy.Pow))
+    return any(p.base == v and p.exp.is_negative for p in _open_powers(expr))
 
 
 def _vanishes(expr, v) -> bool:

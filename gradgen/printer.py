@@ -254,9 +254,20 @@ class TFPrinter(TensorflowPrinter):
             return " * ".join([self._print(base)] * int(exp))
         if exp.is_Integer and exp == 2:
             return f"tf.math.square({self._arg(base)})"
-        if exp.is_Integer and exp < 0:
+        if exp.is_Integer and exp < 0 and not self._keeps_negative_power(expr):
             return f"1.0 / {self._divisor(base ** -exp)}"
         return f"tf.math.pow({self._args([base, exp])})"
+
+    def _keeps_negative_power(self, expr) -> bool:
+        """In float16/bfloat16, ``x**-n`` (n > 1) stays one pow call: ``1 / x**n``
+        overflows to 1/inf = 0 where x**-n is representable (x = 45, n = 3 in float16);
+        pow computes in float32 inside and rounds once."""
+        return (
+            self.dtype in ("float16", "bfloat16")
+            and isinstance(expr, sympy.Pow)
+            and expr.exp.is_Rational
+            and expr.exp < -1
+        )
 
     def _print_Mul(self, expr):
         factors = sympy.Mul.make_args(expr)
@@ -289,6 +300,7 @@ class TFPrinter(TensorflowPrinter):
                 and factor.exp.is_Rational
                 and factor.exp.is_negative
                 and factor.exp != -sympy.S.Half
+                and not self._keeps_negative_power(factor)
             ):
                 denominator.append(factor.base ** -factor.exp)
             else:

@@ -230,7 +230,7 @@ def _xlogy(expr):
     if not isinstance(expr, sympy.Mul):
         return None
     logs = [f for f in expr.args if isinstance(f, sympy.log) and len(f.args) == 1]
-    if len(logs) != 1:
+    if len(logs) != 1 or logs[0].args[0].is_number:  # log(2) * x: no log(0) to fear
         return None
     coeff, others = expr.as_coeff_mul()
     others = [f for f in others if f is not logs[0]]
@@ -241,7 +241,8 @@ def _xlogy(expr):
 
 
 def _power_product(expr):
-    # x**y / x = x**(y - 1): finite at x = 0 (where x**y * y / x is 0/0 = NaN)
+    # x**y / x = x**(y - 1): finite at x = 0 (where x**y * y / x is 0/0 = NaN); y symbolic
+    # or an irrational constant
     if not isinstance(expr, sympy.Mul):
         return None
     powers: dict = {}
@@ -249,7 +250,11 @@ def _power_product(expr):
         base, exponent = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, S.One)
         powers.setdefault(base, []).append(exponent)
     for base, exponents in powers.items():
-        if len(exponents) > 1 and any(not e.is_number for e in exponents) and not base.is_number:
+        # SymPy merges rational exponents itself; symbolic and irrational ones (y, pi,
+        # sqrt(2)) it leaves apart: x**pi / x
+        if len(exponents) > 1 and any(not e.is_Rational for e in exponents) and not (
+            base.is_number
+        ):
             rest = [f for f in expr.args if (f.base if isinstance(f, sympy.Pow) else f) != base]
             return sympy.Mul(sympy.Pow(base, sympy.Add(*exponents)), *rest)
     return None
@@ -365,7 +370,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "power_product",
-        "x**a * x**b = x**(a + b) for a symbolic exponent (x**y / x = x**(y - 1))",
+        "x**a * x**b = x**(a + b) for a symbolic or irrational exponent (x**y / x = x**(y - 1))",
         "the derivative of x**y, written x**y * y / x, is 0/0 = NaN at x = 0",
         _power_product,
         complex_ok=True,
@@ -378,7 +383,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "log_cosh",
-        "log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2)",
+        "log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2); "
+        "log1p(e**2 / (2 + 2e)), e = expm1(|u|), for |u| < 1",
         "cosh(u) overflows for |u| > 89 in float32 (the result is about |u| - log(2))",
         _log_cosh,
     ),

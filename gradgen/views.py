@@ -90,7 +90,8 @@ def op_views(op: ir.OpIR) -> OpViews:
     """
     printer = TFPrinter(op.dtype)
     forward = _statements(printer, op.forward, op, "the forward pass", indent=4)
-    indent = 12 if op.recomputed else 8  # recompute: the body is in a `with` block
+    recompute = op.memory == "recompute"
+    indent = 12 if recompute else 8  # recompute: the body is in a `with` block
     recomputed = _statements(printer, op.recomputed, op, "the gradient", indent)
     backward = _statements(printer, op.backward, op, "the gradient", indent)
     helpers = set(printer.helpers)
@@ -121,6 +122,7 @@ def op_views(op: ir.OpIR) -> OpViews:
         "forward": forward,
         "upstreams": ", ".join(op.upstreams),
         "grad_fn": op.grad_fn,
+        "recompute": recompute,
         "recomputed": recomputed,
         "backward": backward,
         "grad_returns": ", ".join(grads),

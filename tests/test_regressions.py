@@ -176,3 +176,101 @@ def _write(tmp_path, text):
     path = tmp_path / "s.yaml"
     path.write_text(text)
     return str(path)
+
+
+# A second review (of the performance work) found these.
+
+
+@pytest.mark.parametrize("output, shape", [
+    ("sqrt(sum(x**2))", [3]),
+    ("sqrt(mean(x**2, axis=1))", [2, 3]),
+    ("sqrt(sum(Abs(x)))", [3]),
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_norm_of_a_reduction_near_zero(tf, build, output, shape, dtype):
+    # sums known >= 0 once made the guarded 1/sqrt(s) look like a removable singularity:
+    # the gradient was 0 wherever the sum was below 0.14 (float32), not x/|x|
+    module = build(spec(f"  - name: f\n    inputs: {{x: {shape}}}\n    output: {output}\n")
+                   .replace("module: m", f"module: norm_{dtype}")
+                   .replace("ops:", f"dtype: {dtype}\nops:"))
+    plain = {
+        "sqrt(sum(x**2))": lambda x: tf.sqrt(tf.reduce_sum(x**2)),
+        "sqrt(mean(x**2, axis=1))": lambda x: tf.sqrt(tf.reduce_mean(x**2, axis=1)),
+        "sqrt(sum(Abs(x)))": lambda x: tf.sqrt(tf.reduce_sum(tf.abs(x))),
+    }[output]
+    rng = np.random.default_rng(0)
+    for scale in (1.0, 0.1, 1e-3, 1e-15):
+        x = tf.constant(rng.normal(size=shape) * scale, dtype=dtype)
+        grads = []
+        for fn in (module.f, plain):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = fn(x)
+            grads.append(tape.gradient(y, x).numpy())
+        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5 if dtype == "float32" else 1e-12)
+    x = tf.zeros(shape, dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = module.f(x)
+    assert np.all(np.isfinite(tape.gradient(y, x).numpy()))  # the subgradient 0, not NaN
+
+
+def test_half_precision_negative_powers_do_not_overflow(tf, build):
+    # 1 / (x * x * x) overflowed to 1/inf = 0 at x = 45 in float16 (x**-3 is 1.1e-5)
+    module = build(spec("  - name: f\n    inputs: {x: [null]}\n    output: x**-3\n"
+                        "  - name: lj\n    inputs: {r: [null]}\n    output: 4 * (r**-12 - r**-6)\n")
+                   .replace("module: m", "module: half_powers\ndtype: float16"))
+    for fn, plain, points in [(module.f, lambda x: x**-3, [16.0, 45.0, 0.5]),
+                              (module.lj, lambda r: 4 * (r**-12 - r**-6), [1.5, 3.0, 7.0])]:
+        x = tf.constant(points, tf.float16)
+        results = []
+        for g in (fn, plain):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = g(x)
+            results.append((y.numpy().astype(float), tape.gradient(y, x).numpy().astype(float)))
+        (value, grad), (want_value, want_grad) = results
+        assert np.all(value != 0) and np.all(grad != 0)
+        np.testing.assert_allclose(value, want_value, rtol=4e-3)
+        np.testing.assert_allclose(grad, want_grad, rtol=1e-2)
+
+
+@pytest.mark.parametrize("output", ["x**pi", "x**sqrt(2)", "sqrt(x)**E"])
+def test_irrational_powers_have_a_finite_gradient_at_zero(tf, build, output):
+    # the derivative x**pi * pi / x was 0/0 = NaN at x = 0
+    module = build(spec(f"  - name: f\n    inputs: {{x: [null]}}\n    output: {output}\n")
+                   .replace("module: m", "module: irrational\ndtype: float64"))
+    plain = {"x**pi": lambda x: x**np.pi, "x**sqrt(2)": lambda x: x**np.sqrt(2),
+             "sqrt(x)**E": lambda x: tf.sqrt(x)**np.e}[output]
+    x = tf.constant([0.0, 0.5, 2.0], tf.float64)
+    grads = []
+    for fn in (module.f, plain):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        grads.append(tape.gradient(y, x).numpy())
+    assert grads[0][0] == 0.0
+    np.testing.assert_allclose(grads[0][1:], grads[1][1:], rtol=1e-12)
+
+
+def test_float_exponents_that_are_exact_fractions_are_fractions(tf, build):
+    # (x**2 + y**2)**0.5 had no zero guard (sqrt(...) had): NaN at the origin
+    module = build(spec("  - name: f\n    inputs: {x: [null], y: [null]}\n"
+                        "    output: (x**2 + y**2)**0.5\n").replace("module: m", "module: half_exp"))
+    x, y = tf.constant([0.0, 3.0]), tf.constant([0.0, 4.0])
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        out = module.f(x, y)
+    gx, gy = tape.gradient(out, [x, y])
+    np.testing.assert_allclose(gx.numpy(), [0.0, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(gy.numpy(), [0.0, 0.8], rtol=1e-6)
+
+
+def test_recompute_without_reused_values_still_waits_for_the_upstream(tmp_path):
+    # a complex op's gradient reuses no forward value (it uses conj(x)); the control
+    # dependency was left out, so nothing stopped TF from computing it early
+    (tmp_path / "s.yaml").write_text(spec(
+        "  - name: f\n    memory: recompute\n    inputs: {x: [null]}\n"
+        "    output: sinh(x) / cosh(2 * x)\n").replace("ops:", "dtype: complex128\nops:"))
+    text = generate([str(tmp_path / "s.yaml")], str(tmp_path))["m.py"]
+    assert "with tf.control_dependencies([upstream]):" in text

@@ -83,3 +83,9 @@ def test_stable_functions_differentiate_to_stable_functions():
     assert sympy.diff(xlogy(x, y), x) == log(y)
     with mpmath.workdps(50):
         assert abs(softplus(sympy.Float(100, 50)).evalf(50) - 100) < 1e-40
+
+
+def test_xlogy_leaves_constant_logarithms_alone():
+    # log(2) * x has no 0 * log(0); xlogy(x, 2) would be a log per element
+    rewritten, used = stable.rewrite(log(2) * x)
+    assert rewritten == log(2) * x and used == ()
