@@ -869,8 +869,6 @@ def _cheap_forms(expr, chains: bool = True):
     atoms (so CSE keeps them inline)."""
 
     def fix(e):
-        if not chains:
-            return None
         if isinstance(e, sympy.Pow) and e.exp.is_Rational and not e.base.is_number:
             p, q = int(e.exp.p), int(e.exp.q)
             if q == 1 and p >= 2:
@@ -883,7 +881,7 @@ def _cheap_forms(expr, chains: bool = True):
                 return sympy.Mul(_chain(base, abs(p) // 2), half)
         return None
 
-    return _constants(guards._bottom_up(expr, fix))
+    return _constants(guards._bottom_up(expr, fix) if chains else expr)
 
 
 def _constants(expr):

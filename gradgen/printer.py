@@ -189,6 +189,8 @@ class TFPrinter(TensorflowPrinter):
 
     def _arg(self, expr) -> str:
         """A function's first argument: a number becomes a typed constant."""
+        if isinstance(expr, fn.Recip):  # square(1.0 / x), not square((1.0 / x))
+            return self._print_Recip(expr)[1:-1]
         return self.value(expr)
 
     def _args(self, args) -> str:
@@ -366,6 +368,7 @@ class TFPrinter(TensorflowPrinter):
 
     def _print_Recip(self, expr):
         return f"(1.0 / {self._divisor(expr.args[0])})"
+
 
     def _print_Const(self, expr):
         coeff, rest = expr.value.as_coeff_Mul()
