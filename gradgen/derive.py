@@ -40,7 +40,7 @@ from . import stable
 from .errors import Diagnostic, SpecError
 from .expr import Program, TensorNode, parse_op
 from .naming import NameScope
-from .spec import SpecDocument, format_key_path
+from .spec import HALF_DTYPES, SpecDocument, format_key_path
 
 FORMULA_MAX_CHARS = 240
 MAX_PARTIAL_OPS = 5000
@@ -627,9 +627,8 @@ class _Deriver:
     # ----------------------------------------------------------------- CSE + order
 
     def _cse(self, forward_values, backward_values, where_exprs, out_locals):
-        # Half-precision products round after every step (the chain r**-12 loses ~3% in
-        # bfloat16), so there powers stay single pow calls (one rounding).
-        chains = self.p.dtype not in ("float16", "bfloat16")
+        # squaring chains round after every product (r**-12 loses ~3% in bfloat16)
+        chains = self.p.dtype not in HALF_DTYPES
 
         def cheap(e):
             return _cheap_forms(e, chains)

@@ -29,6 +29,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from . import functions as fn
 from . import ir
+from .spec import HALF_DTYPES
 
 
 @contextlib.contextmanager
@@ -265,7 +266,7 @@ class TFPrinter(TensorflowPrinter):
         overflows to 1/inf = 0 where x**-n is representable (x = 45, n = 3 in float16);
         pow computes in float32 inside and rounds once."""
         return (
-            self.dtype in ("float16", "bfloat16")
+            self.dtype in HALF_DTYPES
             and isinstance(expr, sympy.Pow)
             and expr.exp.is_Rational
             and expr.exp < -1

@@ -42,6 +42,8 @@ MAX_OPS = 1000
 SPEC_VERSION = 1
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# Every product rounds to 8 or 11 bits here: powers stay single pow calls (one rounding).
+HALF_DTYPES = ("float16", "bfloat16")
 COMPLEX_DTYPES = ("complex64", "complex128")
 INT_DTYPES = ("int32", "int64")
 DTYPES = FLOAT_DTYPES + COMPLEX_DTYPES + INT_DTYPES
