@@ -39,16 +39,20 @@ def directory() -> Path:
     return Path(base) / "gradgen"
 
 
+def code_files() -> list[Path]:
+    """Every module of the package (subpackages included) and every template."""
+    from .render import templates_dir
+
+    package = Path(__file__).resolve().parent
+    return sorted(package.rglob("*.py")) + sorted(templates_dir().glob("*.j2"))
+
+
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
     """Hash of gradgen's code and templates and of the SymPy and black versions."""
-    from .render import templates_dir
-
     digest = hashlib.sha256(__version__.encode())
-    package = Path(__file__).resolve().parent
-    files = sorted(package.glob("*.py")) + sorted(templates_dir().glob("*.j2"))
-    for path in files:
-        digest.update(path.name.encode())
+    for path in code_files():
+        digest.update(path.relative_to(path.parent.parent).as_posix().encode())
         digest.update(path.read_bytes())
     for dist in ("sympy", "black"):
         try:

@@ -16,7 +16,7 @@ How:
   symbolic partial derivatives (SymPy) for the elementwise parts between them;
 * contributions are unbroadcast *per output shape* before they are added, so an output
   that was not broadcast is never summed over another output's broadcast axes;
-* forward and partials are rewritten into stable forms (:mod:`gradgen.stable`) and
+* forward and partials are rewritten into stable forms (:mod:`gradgen.stability`) and
   simplified within a size budget;
 * one common-subexpression elimination (SymPy's ``cse``, canonical order) runs over
   forward and backward together; shared subexpressions are computed in the forward
@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 import sympy
 
 from . import functions as fn
-from . import guards, ir
+from . import ir
 from .budget import BudgetExceeded, op_seconds, time_budget
 from . import shapes as sh
-from . import stable
+from . import stability as stable
+from .stability import guards
 from .errors import Diagnostic, SpecError
 from .expr import Program, TensorNode, parse_op
 from .naming import NameScope

@@ -24,6 +24,8 @@ Non-smooth functions carry gradgen's subgradient conventions (README, "Kinks"):
 
 from __future__ import annotations
 
+import hashlib
+
 import sympy
 from sympy import S
 from sympy.codegen.cfunctions import expm1, log1p
@@ -50,10 +52,17 @@ __all__ = [
 ]
 
 
-class sigmoid(sympy.Function):
-    """Logistic function ``1 / (1 + exp(-x))``; real for real ``x``, values in (0, 1)."""
+class _Unary(sympy.Function):
+    """A function of one argument that is real where its argument is real."""
 
     nargs = 1
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+
+class sigmoid(_Unary):
+    """Logistic function ``1 / (1 + exp(-x))``; real for real ``x``, values in (0, 1)."""
 
     @classmethod
     def eval(cls, arg):
@@ -75,9 +84,6 @@ class sigmoid(sympy.Function):
     def _eval_conjugate(self):
         return sigmoid(self.args[0].conjugate())
 
-    def _eval_is_real(self):
-        return self.args[0].is_real
-
     def _eval_is_positive(self):
         return self.args[0].is_real or None
 
@@ -85,10 +91,8 @@ class sigmoid(sympy.Function):
         return self.args[0].is_real or None
 
 
-class softplus(sympy.Function):
+class softplus(_Unary):
     """``log(1 + exp(x))``, computed without overflow; real and positive for real ``x``."""
-
-    nargs = 1
 
     @classmethod
     def eval(cls, arg):
@@ -108,9 +112,6 @@ class softplus(sympy.Function):
 
     def _eval_conjugate(self):
         return softplus(self.args[0].conjugate())
-
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
     def _eval_is_positive(self):
         return self.args[0].is_real or None
@@ -249,10 +250,8 @@ class ceiling(sympy.ceiling):
         return S.Zero
 
 
-class Heaviside(sympy.Function):
+class Heaviside(_Unary):
     """Unit step: 0 for x < 0, 1/2 at 0, 1 for x > 0; derivative 0."""
-
-    nargs = 1
 
     @classmethod
     def eval(cls, arg):
@@ -281,9 +280,6 @@ class Heaviside(sympy.Function):
 
     def _eval_evalf(self, prec):
         return self.as_piecewise()._eval_evalf(prec)
-
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
 
 def indicator(cond):
@@ -354,7 +350,7 @@ class Min(_Extremum):
 class Guard(sympy.Function):
     """``u`` where ``cond`` holds, else ``safe`` (a value inside ``cond``'s region).
 
-    The inner ``tf.where`` of the "double where" pattern (see :mod:`gradgen.guards`).
+    The inner ``tf.where`` of the "double where" pattern (see :mod:`gradgen.stability.guards`).
     It is opaque to SymPy on purpose: a Piecewise in its place would be folded into the
     expression around it (``Piecewise((s, c), (1, True))**-1/2`` becomes
     ``Piecewise((s**-1/2, c), (1, True))``), which removes the guard.
@@ -383,11 +379,9 @@ class Guard(sympy.Function):
         return None
 
 
-class Square(sympy.Function):
+class Square(_Unary):
     """``x * x``, kept as one opaque step so that powers are built by repeated squaring
     (``x**12 = Square(Square(Square(x))) * Square(Square(x))``) and shared by CSE."""
-
-    nargs = 1
 
     @classmethod
     def eval(cls, arg):
@@ -400,18 +394,13 @@ class Square(sympy.Function):
     def _eval_evalf(self, prec):
         return (self.args[0] ** 2)._eval_evalf(prec)
 
-    def _eval_is_real(self):
-        return self.args[0].is_real
-
     def _eval_is_nonnegative(self):
         return self.args[0].is_real or None
 
 
-class Recip(sympy.Function):
+class Recip(_Unary):
     """``1 / x`` as one opaque step (SymPy would merge ``1/x`` into neighbouring powers of
     ``x``, undoing the squaring chains built from it)."""
-
-    nargs = 1
 
     @classmethod
     def eval(cls, arg):
@@ -424,16 +413,11 @@ class Recip(sympy.Function):
     def _eval_evalf(self, prec):
         return (1 / self.args[0])._eval_evalf(prec)
 
-    def _eval_is_real(self):
-        return self.args[0].is_real
 
-
-class logcosh(sympy.Function):
+class logcosh(_Unary):
     """``log(cosh(x))``, computed as ``|x| + softplus(-2|x|) - log(2)`` (no overflow of
     cosh for |x| > 89 in float32) and as ``log1p(e**2 / (2 + 2e))``, ``e = expm1(|x|)``,
     for |x| < 1 (``cosh(x) - 1`` without cancellation near 0); derivative ``tanh(x)``."""
-
-    nargs = 1
 
     @classmethod
     def eval(cls, arg):
@@ -449,9 +433,6 @@ class logcosh(sympy.Function):
     def _eval_evalf(self, prec):
         return self.rewrite(sympy.log)._eval_evalf(prec)
 
-    def _eval_is_real(self):
-        return self.args[0].is_real
-
     def _eval_is_nonnegative(self):
         return self.args[0].is_real or None
 
@@ -461,8 +442,6 @@ class Const(sympy.Symbol):
     that common-subexpression elimination leaves it inline; printed from ``value``."""
 
     def __new__(cls, value):
-        import hashlib
-
         name = "_const_" + hashlib.sha256(sympy.srepr(value).encode()).hexdigest()[:12]
         obj = super().__new__(cls, name, real=bool(value.is_real))
         obj.value = value

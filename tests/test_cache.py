@@ -64,6 +64,12 @@ def test_corrupt_entries_are_misses(cached, monkeypatch):
     assert generate([spec], str(cached / "out")) == expected
 
 
+def test_fingerprint_covers_subpackages_and_templates():
+    names = {p.relative_to(p.parent.parent).as_posix() for p in cache.code_files()}
+    assert "stability/engine.py" in names and "families/logexp.py" in names
+    assert "gradgen/derive.py" in names and any(n.endswith(".j2") for n in names)
+
+
 def test_keys_depend_on_gradgen_code():
     assert cache.fingerprint() == cache.fingerprint()
     assert cache.key("op", {"a": 1}) != cache.key("op", {"a": 2})

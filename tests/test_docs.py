@@ -38,7 +38,7 @@ def test_readme_example_is_the_generated_code():
 
 
 def test_readme_lists_every_stable_rule():
-    from gradgen.stable import RULES
+    from gradgen.stability import RULES
 
     for rule in RULES:
         assert f"| `{rule.name}` |" in README

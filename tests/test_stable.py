@@ -6,7 +6,7 @@ import mpmath
 import pytest
 import sympy
 
-from gradgen import stable
+from gradgen import stability as stable
 from gradgen.functions import expm1, log1p, logcosh, logsumexp, sigmoid, softplus, xlogy
 
 x, y = sympy.symbols("x y", real=True)

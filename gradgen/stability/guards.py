@@ -1,7 +1,7 @@
 """Guards for points where a formula is 0/0, inf * 0 or outside its domain.
 
 Consumes: real elementwise SymPy expressions that are ready to print (a forward value
-or a partial derivative after :mod:`gradgen.stable`). Guarantees, for each function:
+or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each function:
 
 * :func:`zero_subgradients` (partials only): a factor ``s**(-1/2)`` (from the
   derivative of ``sqrt(s)``), and a factor ``s**(-n)`` where ``s >= 0`` is a compound
@@ -29,7 +29,7 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
-from .functions import (
+from ..functions import (
     Guard,
     Heaviside,
     expm1,
@@ -108,7 +108,9 @@ def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
             args = tuple(fix(a, known) for a in e.args)
             if args != e.args:
                 e = e.func(*args)
-        if not isinstance(e, sympy.Pow) or not (e.exp.is_Rational and e.exp.is_negative):
+        if not isinstance(e, sympy.Pow) or not (
+            e.exp.is_Rational and e.exp.is_negative
+        ):
             return e
         s = e.base
         if s.is_positive or s.is_number or s in known:
@@ -132,8 +134,10 @@ def _standard(expr):
     """``expr`` with gradgen's functions written in SymPy's (for ``limit``)."""
     mapping = {}
     for f in expr.atoms(sigmoid, softplus, logsumexp, expm1, log1p):
-        mapping[f] = f.rewrite(sympy.exp) if not isinstance(f, log1p) else sympy.log(
-            1 + f.args[0]
+        mapping[f] = (
+            f.rewrite(sympy.exp)
+            if not isinstance(f, log1p)
+            else sympy.log(1 + f.args[0])
         )
     for f in expr.atoms(xlogy):
         mapping[f] = f.args[0] * sympy.log(f.args[1])
@@ -226,7 +230,9 @@ def _vanishes(expr, v) -> bool:
         return False
 
 
-def removable_singularities(expr, dtype: str = "float64") -> tuple[sympy.Basic, tuple[str, ...]]:
+def removable_singularities(
+    expr, dtype: str = "float64"
+) -> tuple[sympy.Basic, tuple[str, ...]]:
     """Use a Taylor polynomial near ``v = 0`` where part of ``expr`` has a pole in a real
     input ``v`` but a finite limit there.
 
@@ -400,12 +406,16 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
         new_pairs, earlier = [], []
         changed = False
         for value, cond in pairs:
-            effective = sympy.And(*([cond] if cond is not sympy.true else []),
-                                  *(sympy.Not(c) for c in earlier))
+            effective = sympy.And(
+                *([cond] if cond is not sympy.true else []),
+                *(sympy.Not(c) for c in earlier),
+            )
             earlier.append(cond)
             safe = _safe_values(effective) if effective is not sympy.true else {}
             mapping = {
-                u: Guard(u, effective, v) for u, v in safe.items() if _needs_guard(value, u)
+                u: Guard(u, effective, v)
+                for u, v in safe.items()
+                if _needs_guard(value, u)
             }
             if mapping:
                 value = value.xreplace(mapping)

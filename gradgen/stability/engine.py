@@ -1,0 +1,86 @@
+"""The rewrite engine: every family's rules, bottom-up, to a fixpoint.
+
+Rules are tried in :data:`RULES` order at each node, children first, so the most
+specific, most accurate form is listed first and a weaker rule that could fire on the
+same node comes later (PyTensor's "chains instead of priorities": where a weaker
+rewrite's output is the stronger rule's input, both orders end in the strong form).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from .families import hyperbolic, logexp, logsumexp, powers, sigmoid, xlogy
+from .rule import Rule
+
+_BY_NAME = {
+    rule.name: rule
+    for family in (logexp, logsumexp, sigmoid, xlogy, powers, hyperbolic)
+    for rule in family.RULES
+}
+# The order rules are tried in at each node (see the module docstring).
+ORDER = (
+    "softplus",
+    "logsumexp",
+    "log_mul",
+    "log_sigmoid",
+    "log1p",
+    "sigmoid_pow",
+    "sigmoid_mul",
+    "sigmoid_complement",
+    "softmax",
+    "exp_mul",
+    "softmax_weight",
+    "log_softmax",
+    "power_product",
+    "xlogy",
+    "log_cosh",
+    "tanh_ratio",
+    "expm1",
+)
+assert set(ORDER) == set(_BY_NAME), "every rule is ordered exactly once"
+RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)
+COMPLEX_RULES = tuple(rule for rule in RULES if rule.complex_ok)
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
+MAX_PASSES = 8
+
+
+def rewrite(
+    expr: sympy.Basic, rules: tuple[Rule, ...] = RULES
+) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Apply ``rules`` bottom-up until nothing changes (at most :data:`MAX_PASSES` passes).
+
+    Args:
+        expr: a SymPy expression (elementwise; relationals and Piecewise allowed).
+        rules: the rules to use, tried in order at each node.
+
+    Returns:
+        The rewritten expression and the sorted names of the rules that fired.
+    """
+    used: set[str] = set()
+    for _ in range(MAX_PASSES):
+        memo: dict = {}
+        new = _walk(expr, rules, used, memo)
+        if new == expr:
+            break
+        expr = new
+    return expr, tuple(sorted(used))
+
+
+def _walk(expr, rules, used, memo):
+    if expr in memo:
+        return memo[expr]
+    out = expr
+    if expr.args and not expr.is_Atom:
+        args = tuple(_walk(a, rules, used, memo) for a in expr.args)
+        if args != expr.args:
+            out = expr.func(*args)
+    for rule in rules:
+        if not isinstance(out, sympy.Basic):
+            break
+        new = rule.apply(out)
+        if new is not None and new != out:
+            used.add(rule.name)
+            out = new
+    memo[expr] = out
+    return out
