@@ -6,7 +6,8 @@ Consumes: command-line arguments, and ``[tool.gradgen]`` in the nearest
 * exit status 0 when all is well, 1 when ``check`` finds stale, missing or orphaned
   output, 2 for a bad spec or bad usage (every problem printed as
   ``file:line:col: error: ...`` on stderr, nothing written), 3 when a derived gradient
-  fails the numerical verification (nothing written), 123 for an internal error;
+  fails the numerical verification or, with ``--strict-accuracy``, the accuracy audit
+  (nothing written), 123 for an internal error;
 * never a Python traceback for a user error;
 * TensorFlow is never imported.
 """
@@ -46,6 +47,7 @@ class Reporter:
     def __init__(self, verbosity: int = 0, error_format: str = "text"):
         self.verbosity = verbosity
         self.error_format = error_format
+        self.strict_accuracy = False
         self._started = time.monotonic()
         self._progress_shown = False
 
@@ -147,13 +149,16 @@ def _common(f):
                      help="Derive every op afresh (do not read or write the cache).")(f)
     f = click.option("--no-verify", is_flag=True, default=None,
                      help="Skip the numerical check of derived gradients.")(f)
+    f = click.option("--strict-accuracy", is_flag=True, default=None,
+                     help="Fail (exit 3) when the accuracy audit finds a gradient that is "
+                          "NaN or inf where the exact one is finite.")(f)
     f = click.option("-o", "--out", "out_dir", default=None,
                      help="Output folder (default: [tool.gradgen] out, else generated).")(f)
     f = click.argument("specs", nargs=-1, type=click.Path(dir_okay=False))(f)
     return f
 
 
-def _settings(specs, out_dir, no_verify, verbosity, error_format):
+def _settings(specs, out_dir, no_verify, verbosity, error_format, strict_accuracy=None):
     """Resolve command-line options against ``[tool.gradgen]``."""
     from .config import load_config
 
@@ -167,6 +172,9 @@ def _settings(specs, out_dir, no_verify, verbosity, error_format):
         config = dataclasses.replace(config, out=None, emit_tests=None, specs=())
     out = out_dir or config.out or "generated"
     verify = not no_verify if no_verify is not None else config.verify
+    if strict_accuracy is None:
+        strict_accuracy = config.strict_accuracy
+    reporter.strict_accuracy = bool(strict_accuracy)
     return list(specs), out, verify, config, reporter
 
 
@@ -179,7 +187,8 @@ def main() -> None:
     """Generate TensorFlow custom-gradient ops from YAML specs.
 
     Exit status: 0 ok, 1 stale output (check), 2 bad spec or usage, 3 a derived gradient
-    failed verification, 123 internal error.
+    failed verification (or, with --strict-accuracy, the accuracy audit), 123 internal
+    error.
     """
 
 
@@ -189,22 +198,25 @@ def main() -> None:
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
 @click.option("--emit-tests", "tests_dir", default=None,
               help="Also write a pytest module per spec into this folder.")
-def build(specs, out_dir, no_verify, verbosity, error_format, prune, dry_run, tests_dir):
+def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, prune, dry_run,
+          tests_dir):
     """Write OUT/<module>.py for each SPEC (only files whose bytes change)."""
     specs, out, verify, config, reporter = _settings(
-        specs, out_dir, no_verify, verbosity, error_format
+        specs, out_dir, no_verify, verbosity, error_format, strict_accuracy
     )
     tests_dir = tests_dir or config.emit_tests
 
     def action():
         from .emit import apply, generate_all, generate_tests, plan, write_files
 
-        generated = generate_all(specs, out, verify, reporter.progress)
+        generated = generate_all(specs, out, verify, reporter.progress,
+                                 reporter.strict_accuracy)
         files = {f"{g.doc.model.module}.py": g.text for g in generated}
         statuses = plan(files, out, specs)
         reporter.end_progress()
         if verify:
             _note_unverified(generated, reporter)
+        _note_audit(generated, reporter)
         verb = {"changed": "write", "missing": "write", "orphaned": "prune" if prune else
                 "orphaned", "unchanged": "unchanged"}
         if not dry_run:
@@ -241,17 +253,19 @@ def build(specs, out_dir, no_verify, verbosity, error_format, prune, dry_run, te
               help="Also check the pytest modules build --emit-tests writes there.")
 @click.option("--max-diff-lines", default=MAX_DIFF_LINES, show_default=True,
               help="Cap on the diff lines printed per file.")
-def check(specs, out_dir, no_verify, verbosity, error_format, tests_dir, max_diff_lines):
+def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, tests_dir,
+          max_diff_lines):
     """Exit 1 with a diff if OUT is missing, stale or has orphans; 0 if all current."""
     specs, out, verify, config, reporter = _settings(
-        specs, out_dir, no_verify, verbosity, error_format
+        specs, out_dir, no_verify, verbosity, error_format, strict_accuracy
     )
     tests_dir = tests_dir or config.emit_tests
 
     def action():
         from .emit import generate_all, generate_tests, plan
 
-        generated = generate_all(specs, out, verify, reporter.progress)
+        generated = generate_all(specs, out, verify, reporter.progress,
+                                 reporter.strict_accuracy)
         files = {f"{g.doc.model.module}.py": g.text for g in generated}
         statuses = [(out, s) for s in plan(files, out, specs)]
         if tests_dir:
@@ -291,6 +305,23 @@ def _note_unverified(generated, reporter: Reporter) -> None:
                 click.echo(
                     f"gradgen: note: {g.doc.model.module}.{op} was not verified numerically "
                     "(no finite sample in the tried input ranges, or shapes too large)",
+                    err=True,
+                )
+
+
+def _note_audit(generated, reporter: Reporter) -> None:
+    """One note per op whose gradient the accuracy audit found NaN or inf where the
+    exact gradient is finite (not an error without --strict-accuracy)."""
+    if reporter.verbosity < 0:
+        return
+    for g in generated:
+        for op, audit in g.audits.items():
+            bad = sorted({t.input for t in audit.gradients if t.nonfinite})
+            if bad:
+                click.echo(
+                    f"gradgen: note: {g.doc.model.module}.{op}: the accuracy audit found "
+                    f"NaN or inf gradients where the exact ones are finite (inputs: "
+                    f"{', '.join(bad)}); see gradgen explain {g.doc.path} {op}",
                     err=True,
                 )
 

@@ -13,6 +13,7 @@ Example::
     out = "src/mypkg/ops"         # output folder (default: generated)
     emit_tests = "tests/gradgen"  # also write gradient tests there on build
     verify = true                 # numerical check of derived gradients (default true)
+    strict_accuracy = false       # fail when the accuracy audit finds a NaN/inf gradient
     error_format = "text"         # or "github"
 """
 
@@ -32,7 +33,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-KEYS = {"specs": list, "out": str, "emit_tests": str, "verify": bool, "error_format": str}
+KEYS = {"specs": list, "out": str, "emit_tests": str, "verify": bool, "error_format": str,
+        "strict_accuracy": bool}
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Config:
         out, emit_tests: folders, or None.
         verify: run the numerical verification.
         error_format: "text", "github" or None.
+        strict_accuracy: a gradient the accuracy audit finds NaN or inf where the exact
+            one is finite fails the build (exit status 3).
     """
 
     source: str | None = None
@@ -53,6 +57,7 @@ class Config:
     emit_tests: str | None = None
     verify: bool = True
     error_format: str | None = None
+    strict_accuracy: bool = False
 
     def spec_paths_or_empty(self) -> list[str]:
         """The configured spec files, or [] when none are configured or matched."""
@@ -127,4 +132,5 @@ def load_config(cwd: Path) -> Config:
         emit_tests=rel(table["emit_tests"]) if "emit_tests" in table else None,
         verify=table.get("verify", True),
         error_format=table.get("error_format"),
+        strict_accuracy=table.get("strict_accuracy", False),
     )

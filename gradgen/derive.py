@@ -38,6 +38,8 @@ from .budget import BudgetExceeded, op_seconds, time_budget
 from . import shapes as sh
 from . import stability as stable
 from .stability import guards
+from .stability.reductions import RULES as REDUCTION_RULES
+from .stability.reductions import stabilize_reductions
 from .errors import Diagnostic, SpecError
 from .expr import Program, TensorNode, parse_op
 from .naming import NameScope
@@ -75,8 +77,10 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     seconds = op_seconds()
     try:
         with time_budget(seconds):
-            program = parse_op(doc, index)
-            return _Deriver(doc, program).run()
+            program, used = stabilize_reductions(parse_op(doc, index))
+            deriver = _Deriver(doc, program)
+            deriver.rules_used.update(used)
+            return deriver.run()
     except (BudgetExceeded, RecursionError) as e:
         loc = ("ops", index)
         reason = (
@@ -220,6 +224,11 @@ class _Deriver:
                     raise self._error(
                         n.key, "log(det()) is computed as log|det| (slogdet), which is not "
                         "holomorphic; complex ops cannot use it"
+                    )
+                if n.op in ("max", "min", "logsumexp", "softmax", "log_softmax"):
+                    raise self._error(
+                        n.key, f"{n.op}() compares or shifts by the largest real part; "
+                        "it is defined for real dtypes only"
                     )
                 for a in n.args:
                     self._check_holomorphic(a, n.key)
@@ -378,7 +387,7 @@ class _Deriver:
             rewrites=tuple(
                 f"{name}: "
                 + (stable.RULES_BY_NAME[name].identity if name in stable.RULES_BY_NAME
-                   else guards.GUARDS[name])
+                   else REDUCTION_RULES.get(name) or guards.GUARDS[name])
                 for name in sorted(self.rules_used)
             ),
             key=p.key,
@@ -493,9 +502,13 @@ class _Deriver:
 
     def _forward_call(self, node: TensorNode, args: tuple) -> ir.Call:
         """The TensorFlow call that computes a node in the forward pass."""
-        if node.op in ("sum", "mean"):
+        if node.op in ("sum", "mean", "max", "min", "logsumexp"):
             params = (("axis", node.param("axes")), ("keepdims", node.param("keepdims")))
+            if dict(node.params).get("mean"):
+                params += (("mean", True),)
             return ir.Call(f"reduce_{node.op}", args, params)
+        if node.op in ("softmax", "log_softmax"):
+            return ir.Call(node.op, args, (("axis", node.param("axes")),))
         if node.op == "einsum":
             inputs, out = node.param("subscripts")
             return ir.Call("einsum", args, (("subscripts", f"{','.join(inputs)}->{out}"),))
@@ -517,13 +530,22 @@ class _Deriver:
         * ``Y = A @ B``: ``dA = G @ B^H``, ``dB = A^H @ G`` (batch axes unbroadcast);
         * ``Y = transpose(A)``: ``dA = transpose(G)``;
         * ``Y = inverse(A)``: ``dA = -Y^H @ G @ Y^H``;
-        * ``Y = det(A)``: ``dA = (G * conj(Y)) * inverse(A)^H`` (Jacobi's formula);
-        * ``Y = log|det(A)|``: ``dA = G * inverse(A)^H``;
+        * ``Y = det(A)``: ``dA = G * conj(cofactor(A))`` (Jacobi's formula; the cofactor
+          matrix det(A) * inverse(A)^T = adj(A)^T is computed without inverting, so it is
+          finite, the adjugate, at a singular A);
+        * ``Y = log|det(A)|``: ``dA = G * inverse(A)^H`` (infinite at a singular A, where
+          the forward is -inf: TensorFlow's inverse raises there);
         * ``Y = trace(A)``: ``dA = G * I``;
         * ``Y = sum(A, axes)``: ``dA = G`` broadcast back over ``axes``; mean divides
           by the number of elements summed;
         * ``Y = einsum(s1,...,sn->o)``: ``dAi = einsum(o,s1..(not i)..sn->si)`` of ``G``
-          and the other operands (conjugated), broadcast over indices only ``si`` has.
+          and the other operands (conjugated), broadcast over indices only ``si`` has;
+        * ``Y = max(A, axes)`` (or min): ``dA = G`` broadcast back, times the indicator
+          of ``A == Y`` divided by the number of ties (``tf.reduce_max``'s gradient);
+        * ``Y = logsumexp(A, axes)``: ``dA = G`` broadcast back times ``softmax(A, axes)``;
+        * ``Y = softmax(A, axes)``: ``dA = Y * (G - sum(G * Y, axes))``
+          (``nn_grad._SoftmaxGrad``);
+        * ``Y = log_softmax(A, axes)``: ``dA = G - exp(Y) * sum(G, axes)``.
         """
         texts = []
         key_text = self._key(node.key)
@@ -556,11 +578,20 @@ class _Deriver:
             value = ir.Call("matmul", (inner, y), ((f"{adj}_b", True),))
             rules = [(node.args[0], value, shapes[0],
                       f"-{adj}({y.name}) @ {g.name} @ {adj}({y.name})")]
-        elif node.op in ("det", "logdet"):
+        elif node.op == "det":
+            # Jacobi's formula with the cofactor matrix det(A) * inverse(A)^T computed
+            # without inverting: finite (the adjugate) where A is singular
+            cof = ir.Call("cofactor", (args[0],), (("conjugate", cplx),))
+            value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), cof))
+            what = "conj(cofactor" if cplx else "cofactor"
+            text = f"{g.name} * {what}({sympy.sstr(node.args[0])}){')' if cplx else ''}"
+            rules = [(node.args[0], value, shapes[0], text)]
+        elif node.op == "logdet":
+            # inverse(A)^T: genuinely infinite where A is singular (log|det| is -inf
+            # there); tf.linalg.inv raises "Input is not invertible" at such A
             inv_h = ir.Call("inverse", (args[0],), (("adjoint", True),))
-            scale = g * conj(y) if node.op == "det" else g
-            value = ir.Call("mul", (ir.Call("expand_matrix", (scale,)), inv_h))
-            text = f"{sympy.sstr(scale)} * {adj}(inverse({sympy.sstr(node.args[0])}))"
+            value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), inv_h))
+            text = f"{sympy.sstr(g)} * {adj}(inverse({sympy.sstr(node.args[0])}))"
             rules = [(node.args[0], value, shapes[0], text)]
         elif node.op == "trace":
             n = shapes[0][-1]
@@ -583,6 +614,32 @@ class _Deriver:
             )
             what = "broadcast" if node.op == "sum" else "broadcast, divided by the count"
             rules = [(node.args[0], value, shapes[0], f"{g.name} {what} over axes {list(axes)}")]
+        elif node.op in ("max", "min"):
+            axes, keepdims = node.param("axes"), node.param("keepdims")
+            value = ir.Call(
+                "extremum_grad", (g, args[0], y), (("axis", axes), ("keepdims", keepdims))
+            )
+            rules = [(node.args[0], value, shapes[0],
+                      f"{g.name} to the {node.op}imal elements over axes {list(axes)}, "
+                      "shared among ties")]
+        elif node.op == "logsumexp":
+            axes, keepdims = node.param("axes"), node.param("keepdims")
+            back = ir.Call(
+                "unreduce", (g, args[0]),
+                (("axes", axes), ("keepdims", keepdims), ("shape", self._static(shapes[0]))),
+            )
+            value = ir.Call("mul", (back, ir.Call("softmax", (args[0],), (("axis", axes),))))
+            rules = [(node.args[0], value, shapes[0],
+                      f"{g.name} * softmax({sympy.sstr(node.args[0])}, axis={list(axes)})")]
+        elif node.op in ("softmax", "log_softmax"):
+            axes = node.param("axes")
+            value = ir.Call(f"{node.op}_grad", (g, y), (("axis", axes),))
+            text = (
+                f"{y.name} * ({g.name} - sum({g.name} * {y.name}, axis={list(axes)}))"
+                if node.op == "softmax"
+                else f"{g.name} - exp({y.name}) * sum({g.name}, axis={list(axes)})"
+            )
+            rules = [(node.args[0], value, shapes[0], text)]
         elif node.op == "einsum":
             inputs, out = node.param("subscripts")
             for i, sub in enumerate(inputs):
@@ -841,9 +898,12 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
         return f"{args[0]} @ {args[1]}"
     if node.op == "logdet":
         return f"log(det({args[0]}))"
-    if node.op in ("sum", "mean"):
+    if node.op in ("sum", "mean", "max", "min", "logsumexp"):
         keep = ", keepdims=True" if node.param("keepdims") else ""
-        return f"{node.op}({args[0]}, axis={list(node.param('axes'))}{keep})"
+        op = "logmeanexp" if dict(node.params).get("mean") else node.op
+        return f"{op}({args[0]}, axis={list(node.param('axes'))}{keep})"
+    if node.op in ("softmax", "log_softmax"):
+        return f"{node.op}({args[0]}, axis={list(node.param('axes'))})"
     if node.op == "einsum":
         inputs, out = node.param("subscripts")
         return f"einsum('{','.join(inputs)}->{out}', {', '.join(args)})"

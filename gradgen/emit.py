@@ -5,9 +5,9 @@ Consumes: spec paths and an output folder. Guarantees:
 * :func:`generate` reads the specs and returns ``{relative path: text}`` without writing
   anything; ``build``, ``check`` and ``build --dry-run`` all consume that map (through
   :func:`plan`), so what ``check`` compares is exactly what ``build`` writes;
-* every op is derived, printed and verified (or taken from :mod:`gradgen.cache`, which
-  holds what an identical op gave before) and every spec rendered before anything is
-  written; a
+* every op is derived, printed, verified and audited for accuracy (or taken from
+  :mod:`gradgen.cache`, which holds what an identical op gave before; see
+  :mod:`gradgen.stability.audit`) and every spec rendered before anything is written; a
   :class:`~gradgen.errors.SpecError` (listing the problems of every spec) or a
   :class:`~gradgen.verify.VerificationError` leaves the output folder untouched;
 * :func:`apply` writes only files whose bytes change: all of them to temporary files in
@@ -62,9 +62,12 @@ class Generated:
     views: list = field(compare=False)
     text: str
     ranges: dict = field(default_factory=dict, compare=False)
+    audits: dict = field(default_factory=dict, compare=False)
 
 
-def _op_entry(doc: SpecDocument, index: int, verify: bool, names: list, progress) -> dict:
+def _op_entry(
+    doc: SpecDocument, index: int, verify: bool, names: list, progress, audit: bool = True
+) -> dict:
     """Derive, print and verify one op; or take the result from the cache.
 
     Raises:
@@ -73,7 +76,7 @@ def _op_entry(doc: SpecDocument, index: int, verify: bool, names: list, progress
     """
     op = doc.model.ops[index]
     k = cache.key("op", {"op": op.model_dump(mode="json"), "dtype": doc.model.dtype,
-                         "names": names, "verify": verify})
+                         "names": names, "verify": verify, "audit": audit})
     entry = cache.get(k)
     if entry is not None:
         return entry
@@ -97,7 +100,20 @@ def _op_entry(doc: SpecDocument, index: int, verify: bool, names: list, progress
         except VerificationError as e:
             e.location = doc.location(("ops", index))
             raise
-    entry = {"views": views.to_json(), "range": list(sampled) if sampled else None}
+    # The accuracy audit always runs (its sentence is part of the docstring, so the
+    # output does not depend on --no-verify); --strict-accuracy is applied on the cached
+    # result, in _generate_one.
+    from .stability.audit import Audit, audit_in_budget
+    from .stability.audit.report import docstring_line
+    from .views import with_audit_line
+
+    result = (
+        audit_in_budget(op_ir, views) if audit
+        else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
+    )
+    views = with_audit_line(views, op_ir, docstring_line(result))
+    entry = {"views": views.to_json(), "range": list(sampled) if sampled else None,
+             "audit": result.to_json()}
     cache.put(k, entry)
     return entry
 
@@ -115,7 +131,8 @@ def _format(source: str) -> str:
     return text
 
 
-def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress) -> Generated:
+def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
+                  strict_accuracy: bool = False, audit: bool = True) -> Generated:
     meta = ModuleMeta(
         name=doc.model.module,
         doc=doc.model.doc,
@@ -124,22 +141,31 @@ def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress) -> Ge
         version=__version__,
     )
     names = sorted(op.name for op in doc.model.ops)
-    views, ranges, problems = [], {}, []
+    from .stability.audit import Audit
+    from .stability.audit.report import strict_error
+
+    views, ranges, audits, problems = [], {}, {}, []
     for index, op in enumerate(doc.model.ops):
         try:
-            entry = _op_entry(doc, index, verify, names, progress)
+            entry = _op_entry(doc, index, verify, names, progress, audit)
         except SpecError as e:
             problems.extend(e.diagnostics)
             continue
         views.append(OpViews.from_json(entry["views"]))
         ranges[op.name] = tuple(entry["range"]) if entry["range"] else None
+        audits[op.name] = Audit.from_json(entry["audit"])
+        error = strict_error(audits[op.name]) if strict_accuracy else None
+        if error is not None:
+            error.location = doc.location(("ops", index))
+            raise error
     if problems:
         raise SpecError(problems)
-    return Generated(doc, meta, views, _format(render_module(meta, views)), ranges)
+    return Generated(doc, meta, views, _format(render_module(meta, views)), ranges, audits)
 
 
 def generate_all(
-    spec_paths: list[str], out_dir: str, verify: bool = True, progress: Progress | None = None
+    spec_paths: list[str], out_dir: str, verify: bool = True, progress: Progress | None = None,
+    strict_accuracy: bool = False, audit: bool = True,
 ) -> list[Generated]:
     """Load, derive, render and verify every spec; see :func:`generate`."""
     if not spec_paths:
@@ -167,7 +193,9 @@ def generate_all(
     results = []
     for doc in docs:
         try:
-            results.append(_generate_one(doc, out_dir, verify, progress))
+            results.append(
+                _generate_one(doc, out_dir, verify, progress, strict_accuracy, audit)
+            )
         except SpecError as e:
             problems.extend(e.diagnostics)
     if problems:
@@ -176,7 +204,8 @@ def generate_all(
 
 
 def generate(
-    spec_paths: list[str], out_dir: str, verify: bool = True, progress: Progress | None = None
+    spec_paths: list[str], out_dir: str, verify: bool = True, progress: Progress | None = None,
+    strict_accuracy: bool = False, audit: bool = True,
 ) -> dict[str, str]:
     """Generate the modules of ``spec_paths``: ``{path relative to out_dir: text}``.
 
@@ -189,15 +218,20 @@ def generate(
         verify: check every derived gradient numerically (default; see
             :mod:`gradgen.verify`).
         progress: called with ``module.op`` before each op is derived.
+        strict_accuracy: a gradient that the accuracy audit finds NaN or inf where the
+            exact one is finite is an error (see :mod:`gradgen.stability.audit`).
+        audit: run the accuracy audit (default). Off, each op's docstring says it was
+            not run; for callers that measure accuracy themselves (the test suites).
 
     Raises:
         UsageError: no spec given, or a path with control characters.
         SpecError: every problem of every spec, each with file:line:col; two specs that
             name the same module.
         VerificationError: a derived gradient failed the numerical check.
+        AccuracyError: with ``strict_accuracy``, the audit found such a gradient.
     """
-    return {f"{g.meta.name}.py": g.text for g in generate_all(spec_paths, out_dir, verify,
-                                                                progress)}
+    generated = generate_all(spec_paths, out_dir, verify, progress, strict_accuracy, audit)
+    return {f"{g.meta.name}.py": g.text for g in generated}
 
 
 def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> dict[str, str]:

@@ -3,9 +3,11 @@
 Consumes: a spec path and optionally an op name. Guarantees: :func:`explain_spec`
 returns text (or Markdown with LaTeX formulas, for a pull-request comment) listing, per
 op, the forward computation, every partial derivative, the stable rewrites and guards
-used, the VJP rules of matrix operations, and how each input's gradient is
-unbroadcast (reduction axes and why). It derives but does not render, verify or write
-anything, and does not import TensorFlow.
+used, the VJP rules of matrix operations, how each input's gradient is unbroadcast
+(reduction axes and why), and the accuracy audit (:mod:`gradgen.stability.audit`:
+points tried, NaN or inf where the exact value is finite, worst error and where). It
+derives and audits but does not verify or write anything, and does not import
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -34,11 +36,27 @@ def explain_spec(path: str, op_name: str | None = None, fmt: str = "text") -> st
             continue
         op = derive_op(doc, index)
         where = doc.location(("ops", index))
-        sections.append(_markdown(op, where) if fmt == "markdown" else _text(op, where))
+        audit = _audit(op)
+        sections.append(
+            _markdown(op, where, audit) if fmt == "markdown" else _text(op, where, audit)
+        )
     return "\n".join(sections)
 
 
-def _text(op, where) -> str:
+def _audit(op):
+    """The op's accuracy audit (:mod:`gradgen.stability.audit`), or None when its code
+    cannot be printed (the build reports that)."""
+    from .stability.audit import audit_in_budget
+    from .views import RenderError, op_views
+
+    try:
+        views = op_views(op)
+    except RenderError:
+        return None
+    return audit_in_budget(op, views)
+
+
+def _text(op, where, audit=None) -> str:
     lines = [f"op {op.name}  ({where})"]
     if op.doc:
         lines.append(f"  {op.doc.strip()}")
@@ -53,6 +71,11 @@ def _text(op, where) -> str:
     lines += [f"    {r}" for r in op.rewrites] or ["    none"]
     lines.append("  gradients:")
     lines += _gradient_lines(op, "    ")
+    if audit is not None:
+        from .stability.audit.report import explain_lines
+
+        lines.append("  accuracy audit:")
+        lines += explain_lines(audit, "    ")
     return "\n".join(lines) + "\n"
 
 
@@ -73,7 +96,7 @@ def _latex(expr) -> str:
     return sympy.latex(expr) if expr is not None else ""
 
 
-def _markdown(op, where) -> str:
+def _markdown(op, where, audit=None) -> str:
     lines = [f"### `{op.name}`", ""]
     if op.doc:
         lines += [op.doc.strip(), ""]
@@ -95,6 +118,11 @@ def _markdown(op, where) -> str:
         lines.append("- none")
     lines += ["", "**Gradients (unbroadcasting)**", ""]
     lines += [f"- `{line.strip()}`" for line in _gradient_lines(op, "")]
+    if audit is not None:
+        from .stability.audit.report import explain_lines
+
+        lines += ["", "**Accuracy audit**", ""]
+        lines += [f"- {line.strip()}" for line in explain_lines(audit, "")]
     return "\n".join(lines) + "\n"
 
 

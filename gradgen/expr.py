@@ -206,9 +206,18 @@ UNARY: dict[str, Callable] = {
 }
 OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where")
 # Non-elementwise functions: each call becomes a TensorNode.
-TENSOR_FUNCTIONS = ("transpose", "inverse", "det", "trace", "sum", "mean", "einsum")
+TENSOR_FUNCTIONS = (
+    "transpose", "inverse", "det", "trace", "sum", "mean", "einsum",
+    "max", "min", "logsumexp", "softmax", "log_softmax",
+)
+# Reductions over axes (``axis=``, ``keepdims=``) and the softmax family (``axis=``).
+REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
+SOFTMAXES = ("softmax", "log_softmax")
 FUNCTIONS = tuple(sorted(set(UNARY) | set(OTHER_FUNCTIONS) | set(TENSOR_FUNCTIONS)))
-assert set(FUNCTIONS) <= EXPRESSION_NAMES
+# Functions added after version 1 of the spec format: specs that name a value like one
+# stay valid (the value wins, and calling it is an error), so these are not reserved.
+UNRESERVED_FUNCTIONS = frozenset({"logsumexp", "softmax", "log_softmax"})
+assert set(FUNCTIONS) <= EXPRESSION_NAMES | UNRESERVED_FUNCTIONS | {"max", "min"}  # builtins
 
 _OPERATORS = {
     ast.Add: "+",
@@ -267,6 +276,11 @@ _NODE_NAMES = {
     "sum": "total",
     "mean": "average",
     "einsum": "contraction",
+    "max": "largest",
+    "min": "smallest",
+    "logsumexp": "lse",
+    "softmax": "probs",
+    "log_softmax": "log_probs",
 }
 NODE_OPS = tuple(_NODE_NAMES)
 
@@ -632,14 +646,14 @@ class _Parser:
             self.visit(node.func)  # reports the attribute access, lambda... it is
             raise _ExprError(node, "only calls of allowed functions by name, like exp(x)")
         name = node.func.id
+        if name in self.names:
+            raise _ExprError(node, f"'{name}' is a value, not a function")
         if name not in FUNCTIONS:
-            if name in self.names:
-                raise _ExprError(node, f"'{name}' is a value, not a function")
             hint = difflib.get_close_matches(name, FUNCTIONS, n=1)
             msg = f"unknown function '{name}'"
             msg += f"; did you mean '{hint[0]}'?" if hint else ""
             raise _ExprError(node, msg + f" (allowed: {', '.join(FUNCTIONS)})")
-        if name in ("sum", "mean"):
+        if name in REDUCTIONS or name in SOFTMAXES:
             return self._reduction(node, name)
         if node.keywords:
             raise _ExprError(node, f"{name}() takes no keyword arguments")
@@ -772,9 +786,13 @@ class _Parser:
         index = len(self.nodes)
         hint = self.name_hint if node is None or self._is_whole(node) else ""
         assumptions = {} if self.is_complex else {"real": True}
-        if op in ("sum", "mean") and args[0].expr.is_nonnegative:
+        if op in ("sum", "mean", "max", "min") and args[0].expr.is_nonnegative:
             # a sum of squares stays >= 0, so d/ds sqrt(s + eps) needs no zero guard
             assumptions["nonnegative"] = True
+        if not self.is_complex and op == "softmax":
+            assumptions["positive"] = True  # so log(softmax(x)) may split as a log
+        if not self.is_complex and op == "log_softmax":
+            assumptions["nonpositive"] = True
         symbol = sympy.Symbol(f"_node{index}", **assumptions)
         self.nodes.append(
             TensorNode(
@@ -827,8 +845,19 @@ class _Parser:
         return self._node(node, op, [arg], result)
 
     def _reduction(self, node: ast.Call, name: str) -> Term:
+        """``sum``/``mean``/``max``/``min``/``logsumexp`` over axes (all when omitted),
+        and ``softmax``/``log_softmax`` along axes (the last when omitted)."""
+        softmax = name in SOFTMAXES
+        keywords = ("axis",) if softmax else ("axis", "keepdims")
         if not node.args or len(node.args) > 2:
             raise _ExprError(node, f"{name}() takes a tensor and optionally an axis")
+        if name in ("max", "min") and len(node.args) == 2 and not self._is_axis(node.args[1]):
+            raise _ExprError(
+                node.args[1],
+                f"{name}(x, axis=...) reduces over axes; the elementwise "
+                f"{'maximum' if name == 'max' else 'minimum'} of several values is "
+                f"{name.capitalize()}(a, b, ...)",
+            )
         arg = self.visit(node.args[0])
         self._need_value(node.args[0], arg)
         axis_node = node.args[1] if len(node.args) == 2 else None
@@ -836,21 +865,40 @@ class _Parser:
         for kw in node.keywords:
             if kw.arg == "axis" and axis_node is None:
                 axis_node = kw.value
-            elif kw.arg == "keepdims":
+            elif kw.arg == "keepdims" and not softmax:
                 if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
                     raise _ExprError(kw.value, "keepdims is True or False")
                 keepdims = kw.value.value
             else:
-                raise _ExprError(node, f"{name}() takes the keywords axis and keepdims")
+                raise _ExprError(
+                    node, f"{name}() takes the keyword{'s' * (len(keywords) > 1)} "
+                    + " and ".join(keywords)
+                )
         rank = len(arg.shape)
-        axes = tuple(range(rank)) if axis_node is None else self._axes(axis_node)
+        if axis_node is not None:
+            axes = self._axes(axis_node)
+        else:
+            axes = (-1,) if softmax and rank else tuple(range(rank))
         try:
             axes = sh.normalize_axes(axes, rank)
         except sh.ShapeError as e:
             raise _ExprError(axis_node or node, str(e)) from None
+        if softmax:
+            if not axes:
+                raise _ExprError(node, f"{name}() needs an input of rank >= 1")
+            return self._node(node, name, [arg], arg.shape, (("axes", axes),))
         shape = sh.reduce_shape(arg.shape, axes, keepdims)
         params = (("axes", axes), ("keepdims", keepdims))
         return self._node(node, name, [arg], shape, params)
+
+    @staticmethod
+    def _is_axis(node: ast.AST) -> bool:
+        """Whether ``node`` is written like an axis: an int literal, -int, or a list."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) is int
 
     def _axes(self, node: ast.AST) -> tuple[int, ...]:
         items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]

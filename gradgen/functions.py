@@ -12,7 +12,10 @@ Definitions (as TensorFlow's ``tf.math`` functions of the same names):
     softplus(x) = log(1 + exp(x))
     xlogy(x, y) = x * log(y), and 0 where x = 0 (also when y = 0)
     xdivy(x, y) = x / y, and 0 where x = 0 (also when y = 0)
+    xlog1py(x, y) = x * log1p(y), and 0 where x = 0 (also when y = -1)
     logsumexp(u1, ..., un) = log(exp(u1) + ... + exp(un))
+    log1mexp(x) = log(1 - exp(x)), x <= 0 (no TensorFlow kernel: a module helper)
+    nan_outside(v, cond) = v where cond holds, else NaN (keeps a written form's domain)
 
 Non-smooth functions carry gradgen's subgradient conventions (README, "Kinks"):
     sign, floor, ceiling, Heaviside: derivative 0 everywhere (TensorFlow's convention
@@ -37,6 +40,7 @@ __all__ = [
     "expm1",
     "xlogy",
     "xdivy",
+    "xlog1py",
     "logsumexp",
     "sign",
     "floor",
@@ -48,6 +52,12 @@ __all__ = [
     "Square",
     "Recip",
     "logcosh",
+    "log1mexp",
+    "nan_outside",
+    "erfc",
+    "erfcx",
+    "log_erfc",
+    "hypot",
     "Const",
 ]
 
@@ -151,6 +161,37 @@ class xlogy(sympy.Function):
     def _eval_is_real(self):
         x, y = self.args
         return (x.is_real and y.is_positive) or None
+
+
+class xlog1py(sympy.Function):
+    """``x * log1p(y)``, defined as 0 where ``x = 0`` (``tf.math.xlog1py``; SciPy's
+    ``special.xlog1py``).
+
+    Partials (exact, also at x = 0): d/dx = log1p(y); d/dy = xdivy(x, 1 + y).
+    The cross-entropy term ``(1 - t) * log(1 - p)`` becomes ``xlog1py(1 - t, -p)``: 0 at
+    t = p = 1, where ``0 * log(0)`` would be NaN.
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if x.is_zero or y.is_zero:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        return log1p(y) if argindex == 1 else xdivy(x, 1 + y)
+
+    def _eval_evalf(self, prec):
+        x, y = self.args
+        if x.is_zero:
+            return S.Zero
+        return (x * sympy.log(1 + y))._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        x, y = self.args
+        return (x.is_real and (y + 1).is_positive) or None
 
 
 class xdivy(sympy.Function):
@@ -435,6 +476,189 @@ class logcosh(_Unary):
 
     def _eval_is_nonnegative(self):
         return self.args[0].is_real or None
+
+
+class log1mexp(sympy.Function):
+    """``log(1 - exp(x))`` for ``x <= 0`` (PyTensor's convention; JAX's ``log1mexp(a)`` is
+    this at ``x = -a``): -inf at 0, NaN for x > 0 as written, real for x < 0.
+
+    Computed as in Maechler (2012), "Accurately computing log(1 - exp(-|a|))", Rmpfr
+    vignette (https://cran.r-project.org/package=Rmpfr/vignettes/log1mexp-note.pdf):
+    ``log(-expm1(x))`` for x > -log(2) (near 0, where 1 - exp(x) cancels) and
+    ``log1p(-exp(x))`` below (where -expm1(x) is near 1 and its log would lose the
+    digits of exp(x)). ``log1p(-exp(x))`` alone is -inf at x = -1e-10 in float32
+    (the value is -23.03); ``log(-expm1(x))`` alone is 0 at x = -40 in float32 (the
+    value is -4.2e-18).
+
+    Derivative: ``exp(x) / expm1(x)`` (= -exp(x) / (1 - exp(x))): no cancellation, 0
+    (not inf/inf) for x -> -inf, and its own derivative is finite there too; NaN for
+    x > 0, as the value.
+    """
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_zero:
+            return S.NegativeInfinity
+
+    def fdiff(self, argindex=1):
+        # NaN for x > 0, where the value is NaN too (exp(x) / expm1(x) alone is finite
+        # there: a gradient outside the domain would hide the error)
+        x = self.args[0]
+        return nan_outside(sympy.exp(x) / expm1(x), sympy.Le(x, 0))
+
+    def _eval_rewrite_as_log(self, arg, **kwargs):
+        return sympy.log(1 - sympy.exp(arg))
+
+    _eval_rewrite_as_exp = _eval_rewrite_as_log
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.log)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return self.args[0].is_negative or None
+
+    def _eval_is_negative(self):
+        return self.args[0].is_negative or None
+
+    def _eval_is_finite(self):
+        return self.args[0].is_negative or None
+
+
+class nan_outside(sympy.Function):
+    """``value`` where ``cond`` holds, NaN elsewhere (``tf.where(cond, value, nan)``).
+
+    Keeps the domain of an expression as written after a rewrite that would extend it:
+    ``exp(log1p(u))`` is NaN for u < -1, and ``1 + u`` is not, so the rewrite is
+    ``nan_outside(1 + u, u >= -1)`` (PyTensor's ``local_exp_log_nan_switch``). The
+    derivative is ``nan_outside(d value, cond)``.
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, value, cond):
+        if cond is sympy.true:
+            return value
+        if cond is sympy.false:
+            return S.NaN
+
+    def _eval_derivative(self, s):
+        value, cond = self.args
+        d = value.diff(s)
+        return S.Zero if d.is_zero else nan_outside(d, cond)
+
+    def _eval_evalf(self, prec):
+        value, cond = self.args
+        if cond is sympy.true:
+            return value._eval_evalf(prec)
+        if cond is sympy.false:
+            return S.NaN
+        return None
+
+    def _eval_is_real(self):
+        return None
+
+
+class erfc(sympy.erfc):
+    """``erfc(x) = 1 - erf(x)`` kept as written: SymPy's own ``erfc(-x)`` evaluates to
+    ``2 - erfc(x)``, which cancels to 0 for x < -6 in float64 (erfc(-x) is 2e-17 there).
+    Printed as ``tf.math.erfc``; derivative ``-2 exp(-x**2) / sqrt(pi)`` (SymPy's)."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_Number:
+            return sympy.erfc(arg)
+
+
+class erfcx(_Unary):
+    """Scaled complementary error function ``exp(x**2) * erfc(x)``; positive for real x,
+    about ``1 / (x sqrt(pi))`` for large x, where ``exp(x**2)`` overflows and ``erfc(x)``
+    underflows (x > 9.3 in float32). Computed by the ``_erfcx`` helper.
+
+    Derivative: ``2 x erfcx(x) - 2 / sqrt(pi)`` (exact; it cancels for large x, where it
+    is about ``-1 / (sqrt(pi) x**2)``, so second derivatives of ``log_erfc`` there come
+    from TensorFlow's autodiff of the helper's asymptotic series instead).
+    """
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_zero:
+            return S.One
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        return 2 * x * erfcx(x) - 2 / sympy.sqrt(sympy.pi)
+
+    def _eval_rewrite_as_exp(self, arg, **kwargs):
+        return sympy.exp(arg**2) * sympy.erfc(arg)
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.exp)._eval_evalf(prec)
+
+    def _eval_is_positive(self):
+        return self.args[0].is_real or None
+
+
+class log_erfc(_Unary):
+    """``log(erfc(x))`` without the underflow of erfc (to 0 for x > 9.2 in float32,
+    x > 26.6 in float64, so log gives -inf and the derivative 0/0): for large x it is
+    ``-x**2 + log(erfcx(x))``. Computed by the ``_log_erfc`` helper.
+
+    Derivative: ``-2 / (sqrt(pi) erfcx(x))``, that is ``-2 exp(-x**2) / (sqrt(pi)
+    erfc(x))`` without the 0/0 (about ``-2x`` for large x).
+    """
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_zero:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        return -2 / (sympy.sqrt(sympy.pi) * erfcx(self.args[0]))
+
+    def _eval_rewrite_as_log(self, arg, **kwargs):
+        return sympy.log(sympy.erfc(arg))
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.log)._eval_evalf(prec)
+
+
+class hypot(sympy.Function):
+    """``sqrt(t1**2 + t2**2 + ...)`` computed as ``m * sqrt(sum((ti / m)**2))`` with
+    ``m = max |ti|``, so it neither overflows (|t| > 1.8e19 in float32) nor underflows
+    (|t| < 1e-19) where the result is representable. Real and nonnegative for real
+    arguments; the arguments are kept in canonical order (equal norms are equal).
+
+    Partials: d/dti = ti / hypot(t), 0/0 at the origin, where gradgen's ``norm_zero``
+    guard gives the subgradient 0.
+    """
+
+    @classmethod
+    def eval(cls, *args):
+        if not args:
+            raise ValueError("hypot needs at least one argument")
+        if len(args) == 1:
+            return sympy.Abs(args[0])
+        ordered = tuple(sorted(args, key=sympy.default_sort_key))
+        if ordered != tuple(args):
+            return cls(*ordered)
+
+    def fdiff(self, argindex=1):
+        return self.args[argindex - 1] / self
+
+    def _eval_rewrite_as_sqrt(self, *args, **kwargs):
+        return sympy.sqrt(sympy.Add(*(a**2 for a in args)))
+
+    def _eval_evalf(self, prec):
+        return self.rewrite(sympy.sqrt)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        return all(a.is_real for a in self.args) or None
+
+    def _eval_is_nonnegative(self):
+        return all(a.is_real for a in self.args) or None
 
 
 class Const(sympy.Symbol):

@@ -31,6 +31,7 @@ CALL_FUNCTIONS = frozenset(
         "cast",  # tf.cast(x, dtype)
         "inverse",  # tf.linalg.inv(a, adjoint=...)
         "det",  # tf.linalg.det(a)
+        "cofactor",  # _cofactor(a): det(a) * inverse(a)^T without inverting (conjugate=...)
         "logdet",  # _logabsdet(a): log|det(a)| (from QR, XLA-compatible)
         "trace",  # tf.linalg.trace(a)
         "reduce_mean",  # tf.reduce_mean(a, axis=[...], keepdims=...)
@@ -41,6 +42,14 @@ CALL_FUNCTIONS = frozenset(
         "eye",  # tf.eye(n, dtype=...): n static, or the last dim of the argument
         "unreduce",  # g broadcast back over summed axes to the shape of `like`
         "count",  # number of elements summed over `axes` of the argument (as dtype)
+        "reduce_max",  # tf.reduce_max(a, axis=[...], keepdims=...)
+        "reduce_min",  # tf.reduce_min(a, axis=[...], keepdims=...)
+        "reduce_logsumexp",  # _reduce_logsumexp(a, axis=[...], keepdims=...)
+        "softmax",  # _softmax(a, axis=[...])
+        "log_softmax",  # _log_softmax(a, axis=[...])
+        "extremum_grad",  # _extremum_grad(g, x, y, axis, keepdims): ties share g
+        "softmax_grad",  # _softmax_grad(g, y, axis): y * (g - sum(g * y))
+        "log_softmax_grad",  # _log_softmax_grad(g, y, axis): g - exp(y) * sum(g)
     }
 )
 

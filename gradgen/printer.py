@@ -102,13 +102,22 @@ _BINARY = {
     sympy.atan2: "tf.math.atan2",
     fn.xlogy: "tf.math.xlogy",
     fn.xdivy: "tf.math.xdivy",
+    fn.xlog1py: "tf.math.xlog1py",
     fn.Max: "tf.math.maximum",
     fn.Min: "tf.math.minimum",
     sympy.Max: "tf.math.maximum",
     sympy.Min: "tf.math.minimum",
 }
 # Functions printed as calls of helpers defined in the generated module.
-HELPERS = {fn.logsumexp: "_logsumexp", fn.logcosh: "_logcosh"}
+HELPERS = {
+    fn.logsumexp: "_logsumexp",
+    fn.logcosh: "_logcosh",
+    fn.log1mexp: "_log1mexp",
+    fn.erfcx: "_erfcx",
+    fn.log_erfc: "_log_erfc",
+    fn.hypot: "_hypot",
+}
+# Helpers that call other helpers (emitted with them).
 _COMPARISONS = {
     sympy.StrictLessThan: "<",
     sympy.LessThan: "<=",
@@ -384,6 +393,12 @@ class TFPrinter(TensorflowPrinter):
         u, cond, safe = expr.args
         return f"tf.where({self._print(cond)}, {self._args([u, safe])})"
 
+    def _print_nan_outside(self, expr):
+        value, cond = expr.args
+        self.uses_math = True
+        nan = f"tf.constant(math.nan, dtype=tf.{self.dtype})"
+        return f"tf.where({self._print(cond)}, {self._args([value])}, {nan})"
+
     # ------------------------------------------------------------------ conditions
 
     def _print_Relational(self, expr):
@@ -445,6 +460,37 @@ class TFPrinter(TensorflowPrinter):
     emptyPrinter = _refuse
 
 
+# Reductions and their VJPs printed as calls of module helpers (templates/helpers.py.j2).
+_REDUCTION_HELPERS = {
+    "reduce_logsumexp": "_reduce_logsumexp",
+    "softmax": "_softmax",
+    "log_softmax": "_log_softmax",
+    "extremum_grad": "_extremum_grad",
+    "softmax_grad": "_softmax_grad",
+    "log_softmax_grad": "_log_softmax_grad",
+}
+
+
+# Helpers that call other helpers (templates/helpers.py.j2): emitted together.
+HELPER_DEPENDENCIES = {
+    "_log_erfc": ("_erfcx",),
+    "_reduce_logsumexp": ("_lse_parts", "_softmax"),
+    "_log_softmax": ("_lse_parts", "_log_softmax_grad"),
+    "_softmax": ("_softmax_grad",),
+}
+
+
+def with_dependencies(helpers) -> set[str]:
+    """``helpers`` and every helper they call, transitively."""
+    out, todo = set(), list(helpers)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(HELPER_DEPENDENCIES.get(name, ()))
+    return out
+
+
 def print_value(printer: TFPrinter, value: ir.Value) -> str:
     """Print a statement value: a SymPy expression or an :class:`~gradgen.ir.Call`."""
     if not isinstance(value, ir.Call):
@@ -463,10 +509,17 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         return f"tf.linalg.matmul({args[0]}, {args[1]}{flags})"
     if fn == "transpose":
         return f"tf.linalg.matrix_transpose({args[0]})"
-    if fn in ("reduce_sum", "reduce_mean"):
+    if fn in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min"):
         axis = list(value.param("axis"))
         keep = ", keepdims=True" if value.param("keepdims") else ""
         return f"tf.{fn}({args[0]}, axis={axis}{keep})"
+    if fn in _REDUCTION_HELPERS:
+        helper = _REDUCTION_HELPERS[fn]
+        printer.helpers.add(helper)
+        axis = list(value.param("axis"))
+        keep = ", keepdims=True" if value.param("keepdims") else ""
+        keep += ", mean=True" if value.param("mean") else ""
+        return f"{helper}({', '.join(args)}, axis={axis}{keep})"
     if fn == "unbroadcast":
         return f"_unbroadcast({args[0]}, {args[1]})"
     if fn == "zeros_like":
@@ -487,6 +540,11 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         return f"tf.linalg.inv({args[0]}{adjoint})"
     if fn == "det":
         return f"tf.linalg.det({args[0]})"
+    if fn == "cofactor":
+        printer.helpers.add("_cofactor")
+        if value.param("conjugate"):
+            return f"tf.math.conj(_cofactor({args[0]}))"
+        return f"_cofactor({args[0]})"
     if fn == "logdet":
         printer.helpers.add("_logabsdet")
         return f"_logabsdet({args[0]})"

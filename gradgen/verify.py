@@ -71,6 +71,17 @@ def _guard(u, cond, safe):
     return np.where(cond, u, safe)
 
 
+def _log1mexp(x):
+    # log(1 - exp(x)), x <= 0: Maechler's two branches, as the printed _log1mexp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        near = x > -math.log(2.0)
+        return np.where(
+            near,
+            np.log(-np.expm1(np.where(near, x, -1.0))),
+            np.log1p(-np.exp(np.where(near, -1.0, x))),
+        )
+
+
 def _sigmoid(x):
     with np.errstate(over="ignore"):
         return np.where(np.real(x) >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
@@ -81,9 +92,49 @@ def _xlogy(x, y):
         return np.where(x == 0, 0.0 * x, x * np.log(np.where(x == 0, 1.0, y)))
 
 
+def _xlog1py(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x * np.log1p(np.where(x == 0, 0.0, y)))
+
+
 def _xdivy(x, y):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(x == 0, 0.0 * x, x / np.where(x == 0, 1.0, y))
+
+
+def _erfcx_scalar(x):
+    # exp(x**2) * erfc(x); the asymptotic series (DLMF 7.12.1) from x = 10, as the
+    # generated helper does in float64
+    if x < 10.0:
+        return math.exp(x * x) * math.erfc(x) if x > -26.0 else math.inf
+    r, term, total = 0.5 / (x * x), 1.0, 1.0
+    for n in range(1, 13):
+        term *= -(2 * n - 1) * r
+        total += term
+    return total / (x * math.sqrt(math.pi))
+
+
+def _log_erfc_scalar(x):
+    if x < 10.0:
+        return math.log(math.erfc(x))
+    return -x * x + math.log(_erfcx_scalar(x))
+
+
+_erfcx = np.vectorize(_erfcx_scalar, otypes=[float])
+_log_erfc = np.vectorize(_log_erfc_scalar, otypes=[float])
+
+
+def _cofactor(call, a):
+    """det(a) * inverse(a)^T from the minors (finite for singular a)."""
+    a = np.asarray(a)
+    n = a.shape[-1]
+    out = np.ones_like(a)
+    if n > 1:
+        for i in range(n):
+            for j in range(n):
+                minor = np.delete(np.delete(a, i, axis=-2), j, axis=-1)
+                out[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return np.conj(out) if call.param("conjugate") else out
 
 
 _NUMPY = {
@@ -91,6 +142,7 @@ _NUMPY = {
     "_softplus": lambda x: np.logaddexp(0.0, x),
     "_xlogy": _xlogy,
     "_xdivy": _xdivy,
+    "_xlog1py": _xlog1py,
     "_logsumexp": lambda *a: reduce(np.logaddexp, a),
     "_guard": _guard,
     "_max": lambda *a: reduce(np.maximum, a),
@@ -100,14 +152,20 @@ _NUMPY = {
     "_square": lambda x: x * x,
     "_recip": lambda x: 1 / x,
     "_logcosh": lambda x: np.logaddexp(x, -x) - math.log(2.0),
+    "_log1mexp": _log1mexp,
+    "_nan_outside": lambda value, cond: np.where(cond, value, np.nan),
     "_erf": np.vectorize(math.erf, otypes=[float]),
     "_erfc": np.vectorize(math.erfc, otypes=[float]),
+    "_erfcx": lambda x: _erfcx(x),
+    "_log_erfc": lambda x: _log_erfc(x),
+    "_hypot": lambda *a: reduce(np.hypot, a),
 }
 _REPLACE = {
     fn.sigmoid: "_sigmoid",
     fn.softplus: "_softplus",
     fn.xlogy: "_xlogy",
     fn.xdivy: "_xdivy",
+    fn.xlog1py: "_xlog1py",
     fn.logsumexp: "_logsumexp",
     fn.Guard: "_guard",
     fn.Max: "_max",
@@ -116,9 +174,14 @@ _REPLACE = {
     fn.Square: "_square",
     fn.Recip: "_recip",
     fn.logcosh: "_logcosh",
+    fn.log1mexp: "_log1mexp",
+    fn.nan_outside: "_nan_outside",
     fn.expm1: "_expm1",
     sympy.erf: "_erf",
     sympy.erfc: "_erfc",
+    fn.erfcx: "_erfcx",
+    fn.log_erfc: "_log_erfc",
+    fn.hypot: "_hypot",
 }
 
 
@@ -181,6 +244,75 @@ def _cast(call, x):
     return x.astype(np.complex128 if "complex" in call.param("dtype") else np.float64)
 
 
+def _axis_keep(call):
+    return tuple(call.param("axis")), bool(call.param("keepdims"))
+
+
+def _lse_parts(x, axis):
+    # the printed _lse_parts: m + log1p(sum of the other terms' exp(x - m) + ties - 1)
+    m = np.max(x, axis=axis, keepdims=True)
+    finite = np.isfinite(m)
+    m_safe = np.where(finite, m, 0.0)
+    top = x == m
+    rest = np.sum(np.where(top, 0.0, np.exp(x - m_safe)), axis=axis, keepdims=True)
+    rest = rest + (np.sum(top, axis=axis, keepdims=True) - 1.0)
+    return m_safe, np.log1p(rest), finite, m
+
+
+def _reduce_logsumexp(call, x):
+    axis, keepdims = _axis_keep(call)
+    m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
+    if call.param("mean"):
+        count = np.prod([x.shape[a] for a in axis])
+        log1p_rest = np.log1p(np.sum(np.expm1(x - m_safe), axis=axis, keepdims=True) / count)
+    out = np.where(finite, m_safe + log1p_rest, m)
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _log_softmax(call, x):
+    axis = tuple(call.param("axis"))
+    m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
+    return np.where(finite, (x - m_safe) - log1p_rest, x - m)
+
+
+def _softmax(call, x):
+    axis = tuple(call.param("axis"))
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _extremum_grad(call, g, x, y):
+    axis, keepdims = _axis_keep(call)
+    if not keepdims:
+        for a in axis:
+            g, y = np.expand_dims(g, a), np.expand_dims(y, a)
+    mask = (x == y).astype(np.result_type(g, np.float64))
+    return g * mask / np.sum(mask, axis=axis, keepdims=True)
+
+
+def _softmax_grad(call, g, y):
+    # the printed _softmax_grad: y * (d - sum(y * d)), d = g - g at the largest y
+    axis = tuple(call.param("axis"))
+    top = (y == np.max(y, axis=axis, keepdims=True)).astype(y.dtype)
+    c = np.sum(g * top, axis=axis, keepdims=True) / np.sum(top, axis=axis, keepdims=True)
+    d = g - c
+    return y * (d - np.sum(y * d, axis=axis, keepdims=True))
+
+
+def _log_softmax_grad(call, g, y):
+    # the printed _log_softmax_grad: g - exp(y) * sum(g), via expm1 at the largest y
+    axis = tuple(call.param("axis"))
+    g = np.broadcast_to(g, y.shape)
+    top = y == np.max(y, axis=axis, keepdims=True)
+    p = np.exp(y)
+    total = np.sum(g, axis=axis, keepdims=True)
+    others = np.sum(np.where(top, 0.0, g), axis=axis, keepdims=True) + (
+        np.sum(np.where(top, g, 0.0), axis=axis, keepdims=True) - g
+    )
+    return np.where(top, -g * np.expm1(y) - p * others, g - p * total)
+
+
 _CALLS = {
     "add": lambda call, *a: reduce(np.add, a),
     "mul": lambda call, *a: reduce(np.multiply, a),
@@ -201,12 +333,21 @@ _CALLS = {
     "inverse": lambda call, a: np.linalg.inv(np.conj(_swap(a)) if call.param("adjoint") else a),
     "det": lambda call, a: np.linalg.det(a),
     "logdet": lambda call, a: np.linalg.slogdet(a)[1],
+    "cofactor": _cofactor,
     "trace": lambda call, a: np.trace(a, axis1=-2, axis2=-1),
     "einsum": lambda call, *a: np.einsum(call.param("subscripts"), *a),
     "expand_matrix": lambda call, x: np.asarray(x)[..., None, None],
     "eye": lambda call, a: np.eye(a.shape[-1]),
     "unreduce": _unreduce,
     "count": lambda call, a: float(np.prod([a.shape[i] for i in call.param("axes")])),
+    "reduce_max": lambda call, a: np.max(a, axis=_axis_keep(call)[0], keepdims=_axis_keep(call)[1]),
+    "reduce_min": lambda call, a: np.min(a, axis=_axis_keep(call)[0], keepdims=_axis_keep(call)[1]),
+    "reduce_logsumexp": _reduce_logsumexp,
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "extremum_grad": _extremum_grad,
+    "softmax_grad": _softmax_grad,
+    "log_softmax_grad": _log_softmax_grad,
 }
 assert set(_CALLS) == ir.CALL_FUNCTIONS
 

@@ -12,7 +12,7 @@ template and for the emitted-test template, printed through
 from __future__ import annotations
 
 from . import ir
-from .printer import PrintError, TFPrinter, print_value
+from .printer import PrintError, TFPrinter, print_value, with_dependencies
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
 
 
@@ -37,7 +37,7 @@ def _statements(printer: TFPrinter, statements, op: ir.OpIR, where: str, indent:
     return lines
 
 
-def _op_docstring(op: ir.OpIR) -> str:
+def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
     width = LINE_LENGTH - 4
     summary = _prose(op.doc, width) if op.doc and op.doc.strip() else [f"The `{op.name}` op."]
     lines = [f"Forward ({op.dtype}):"]
@@ -54,6 +54,8 @@ def _op_docstring(op: ir.OpIR) -> str:
     if op.vjp_text:
         lines += ["", "Vector-Jacobian products of the matrix operations:"]
         lines += [f"    {t}" for t in op.vjp_text]
+    if audit_line:
+        lines += ["", audit_line]
     lines += ["", "Args:"]
     for inp in op.inputs:
         note = ""
@@ -80,6 +82,13 @@ def _op_docstring(op: ir.OpIR) -> str:
         lead = line[: len(line) - len(body)]
         wrapped += [lead + part for part in wrap(body, width - len(lead))] if body else [""]
     return docstring_literal("\n".join(summary + [""] + wrapped))
+
+
+def with_audit_line(views: OpViews, op: ir.OpIR, line: str) -> OpViews:
+    """``views`` with the accuracy audit's sentence (see
+    :mod:`gradgen.stability.audit.report`) in the op's docstring, before ``Args:``."""
+    views.module = dict(views.module, docstring=_op_docstring(op, line))
+    return views
 
 
 def op_views(op: ir.OpIR) -> OpViews:
@@ -147,10 +156,10 @@ def op_views(op: ir.OpIR) -> OpViews:
     return OpViews(
         module=view,
         uses_math=printer.uses_math,
-        helpers=sorted(helpers),
+        helpers=sorted(with_dependencies(helpers)),
         test=test,
         test_math=test_printer.uses_math,
-        test_helpers=sorted(test_printer.helpers),
+        test_helpers=sorted(with_dependencies(test_printer.helpers)),
         cases=cases,
     )
 

@@ -41,21 +41,27 @@ def import_source(name: str, path: Path):
 
 @pytest.fixture(scope="session")
 def build(tmp_path_factory, tf):
-    """build(spec_text) -> imported generated module (cached by spec text)."""
+    """build(spec_text, audit=True) -> imported generated module (cached by spec text).
+
+    Suites that measure accuracy against their own 50-digit reference pass
+    ``audit=False``: the build-time audit (tested in test_audit.py) would measure the
+    same ops again, at a cost of up to a second per float64 op.
+    """
     from gradgen.emit import generate
 
-    cache: dict[str, object] = {}
+    cache: dict = {}
 
-    def _build(spec_text: str):
-        if spec_text not in cache:
+    def _build(spec_text: str, audit: bool = True):
+        key = (spec_text, audit)
+        if key not in cache:
             folder = tmp_path_factory.mktemp("gen")
             spec = folder / "spec.yaml"
             spec.write_text(spec_text)
-            files = generate([str(spec)], str(folder))
+            files = generate([str(spec)], str(folder), audit=audit)
             ((rel, text),) = files.items()
             (folder / rel).write_text(text)
-            cache[spec_text] = import_source(f"gradgen_test_{len(cache)}", folder / rel)
-        return cache[spec_text]
+            cache[key] = import_source(f"gradgen_test_{len(cache)}", folder / rel)
+        return cache[key]
 
     return _build
 

@@ -37,6 +37,9 @@ SMALLEST_NORMAL = {
 LARGEST = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028e38, "float64": 1.79e308}
 
 SIGMOID_POINTS = [-1e4, -100.0, -20.0, -1.0, -1e-3, 0.0, 1e-30, 1e-3, 1.0, 12.0, 20.0, 100.0, 1e4]
+LOG1MEXP_POINTS = [
+    -1e4, -100.0, -20.0, -1.0, -0.6931471805599453, -0.5, -1e-3, -1e-7, -1e-10,
+]
 PAIR_POINTS = [
     (0.0, 0.0), (1.0, 2.0), (1e4, 0.0), (-1e4, 0.0), (1e4, 1e4), (-1e4, -1e4),
     (100.0, -100.0), (-1e4, 1e4), (3.0, 3.0),
@@ -158,6 +161,70 @@ def families(tf):
             single([0.5, 0.9, 1.0, 1.1, 2.0]),
             lambda r: r**-12,
         ),
+        # log(1 - exp(x)) for x < 0 in each spelling (-1e-10 rounds to -0 in float16,
+        # where the gradient is -inf, as the reference's limit says)
+        Family("log1mexp_naive", single(LOG1MEXP_POINTS), lambda x: log(1 - exp(x))),
+        Family(
+            "log1mexp_expm1", single(LOG1MEXP_POINTS), lambda x: log(-tf.math.expm1(x))
+        ),
+        Family(
+            "log1mexp_log1p", single(LOG1MEXP_POINTS), lambda x: tf.math.log1p(-exp(x))
+        ),
+        Family("log1mexp_negated", single(LOG1MEXP_POINTS), lambda x: log(-(exp(x) - 1))),
+        Family(
+            "logdiffexp",
+            [(0.0, -1.0), (1.0, 0.5), (20.0, -20.0), (100.0, 99.0), (1e4, 0.0),
+             (1e4, 9000.0), (-100.0, -101.0), (1e-3, 0.0), (0.5, -1e4)],
+            lambda a, b: log(exp(a) - exp(b)),
+        ),
+        Family(
+            "log_expm1",
+            single([1e-30, 1e-3, 0.5, 1.0, 20.0, 100.0, 1e4]),
+            lambda x: log(exp(x) - 1),
+        ),
+        Family("softplus_log1p", single(SIGMOID_POINTS), lambda x: tf.math.log1p(exp(x))),
+        Family(
+            "log1p_expm1",
+            single(SIGMOID_POINTS),
+            lambda x: tf.math.log1p(tf.math.expm1(x)),
+        ),
+        Family(
+            "exp_log1p",
+            single([-1.0, -0.5, -1e-3, 0.0, 1e-30, 1.0, 1e4]),
+            lambda x: exp(tf.math.log1p(x)),
+        ),
+        Family(
+            "expm1_log1p",
+            single([-1.0, -0.5, -1e-3, 0.0, 1e-30, 1.0, 1e4]),
+            lambda x: tf.math.expm1(tf.math.log1p(x)),
+        ),
+        Family("exp_product", PAIR_POINTS, lambda a, b: exp(a) * exp(b)),
+        Family(
+            "log1m_sigmoid",
+            single(SIGMOID_POINTS),
+            lambda x: tf.math.log1p(-tf.math.sigmoid(x)),
+        ),
+        Family(
+            "log_recip_sigmoid",
+            single(SIGMOID_POINTS),
+            lambda x: log(1 / tf.math.sigmoid(x)),
+        ),
+        Family(
+            "odds",
+            single(SIGMOID_POINTS),
+            lambda x: tf.math.sigmoid(x) / tf.math.sigmoid(-x),
+        ),
+        Family(
+            "log_odds",
+            single(SIGMOID_POINTS),
+            lambda x: log(tf.math.sigmoid(x) / (1 - tf.math.sigmoid(x))),
+        ),
+        # p = 0 and p = 1 are left out: the reference's limit there is slow and wrong
+        Family(
+            "sigmoid_logit",
+            single([1e-7, 1e-3, 0.3, 0.5, 0.999]),
+            lambda p: tf.math.sigmoid(log(p / (1 - p))),
+        ),
     ]
 
 
@@ -244,7 +311,109 @@ def rounded(values, dtype):
             for v in values]
 
 
+# ------------------------------------------------------------ reductions (per row)
+# examples/reductions.yaml: each op maps a row of three logits to one or three outputs;
+# the reference differentiates a weighted sum of the outputs as written.
+
+ROWS = [
+    (100.0, 0.0, -100.0),
+    (1000.0, 999.0, 0.0),
+    (1e4, 1e4, 1e4),  # a three-way tie of huge logits
+    (-1e4, 0.0, 1e4),
+    (0.0, -20.0, -1e4),  # one term dominates: log1p of the rest
+    (0.0, 1e-30, -1e-30),
+    (3.0, 3.0, 1.0),
+    (-1e4, -1e4, -9999.0),
+]
+# upstream: a generic direction (ones would cancel), exact in every dtype, so that the
+# loss TensorFlow differentiates is the one the reference differentiates
+WEIGHTS = (0.25, -0.75, 1.125)
+# log(mean(exp(x))) at x = (0, 1e-30, -1e-30) is 3.3e-61, a second-order term of
+# inputs 1e-30: its condition number is 1e30, so no float64 evaluation (of any formula)
+# can resolve it; gradgen gives 0, within 1e-30 of the value at a neighbouring input.
+ILL_CONDITIONED_FORWARD = {("log_mean_exp", (0.0, 1e-30, -1e-30))}
+LABELS = (0.25, 0.5, 0.25)
+_A, _B, _C = _X = sympy.symbols("a b c", real=True)
+_EXPS = [sympy.exp(v) for v in _X]
+_TOTAL = sympy.Add(*_EXPS)
+
+# op -> per-row outputs as written (SymPy, over the row's three logits a, b, c)
+REFERENCE = {
+    "logsumexp_naive": [sympy.log(_TOTAL)],
+    "logsumexp_stable": [sympy.log(_TOTAL)],
+    "softmax_naive": [e / _TOTAL for e in _EXPS],
+    "softmax_stable": [e / _TOTAL for e in _EXPS],
+    "softmax_from_log": [sympy.exp(v - sympy.log(_TOTAL)) for v in _X],
+    "log_softmax_naive": [v - sympy.log(_TOTAL) for v in _X],
+    "log_softmax_stable": [v - sympy.log(_TOTAL) for v in _X],
+    "log_of_softmax": [sympy.log(e / _TOTAL) for e in _EXPS],
+    "softmax_cross_entropy": [
+        -sympy.Add(*(sympy.Rational(lab) * (v - sympy.log(_TOTAL))
+                     for lab, v in zip(LABELS, _X)))
+    ],
+    # log_mean_exp reduces over axis 0 of [3, batch]: a row is one column
+    "log_mean_exp": [sympy.log(_TOTAL / 3)],
+    "max_margin": None,  # a kink: see _max_margin
+}
+REDUCTION_OPS = sorted(REFERENCE)
+
+
+def _exact(expr, row) -> float:
+    value = _evaluate(expr, list(_X), row)  # 60 digits, more until two agree
+    return float(value)
+
+
+def _max_margin(row):
+    """max - min with tied extremes sharing the gradient (README "Kinks")."""
+    top = [float(v == max(row)) for v in row]
+    low = [float(v == min(row)) for v in row]
+    grad = [WEIGHTS[0] * (t / sum(top) - m / sum(low)) for t, m in zip(top, low)]
+    scale = [abs(g) for g in grad]
+    return [max(row) - min(row)], grad, scale, [[0.0] * 3 for _ in range(3)]
+
+
+def reference(op, row):
+    """(forward outputs, gradient of the weighted loss, the gradient's scale, Hessian)
+    for one row.
+
+    The gradient is a VJP, sum_j w_j * d(out_j)/dx_k; its scale is
+    sum_j |w_j * d(out_j)/dx_k|, the size of the terms it adds up: no evaluation of the
+    sum in floating point can promise a smaller error than that scale times the unit
+    roundoff (e.g. the log-softmax gradient at tied logits, w_k - sum(w) / 3).
+    """
+    if REFERENCE[op] is None:
+        return _max_margin(row)
+    outputs = REFERENCE[op]
+    weights = [sympy.Rational(w) for w in WEIGHTS]
+    loss = sympy.Add(*(w * o for w, o in zip(weights, outputs)))
+    forward = [_exact(o, row) for o in outputs]
+    grad = [_exact(sympy.diff(loss, v), row) for v in _X]
+    scale = [
+        sum(abs(float(w) * _exact(sympy.diff(o, v), row)) for w, o in zip(weights, outputs))
+        for v in _X
+    ]
+    hessian = [[_exact(sympy.diff(loss, v, w), row) for w in _X] for v in _X]
+    return forward, grad, scale, hessian
+
+
 # ------------------------------------------------------------------ the README table
+
+
+def trace_in_a_graph(tf, fn, signature) -> None:
+    """Trace ``fn`` and its gradient in a ``tf.function`` with ``signature``.
+
+    Graph mode converts Python numbers by an op's first tensor argument (a
+    ``tf.where(c, -1.0, x)`` in a helper is float32 against a float16 ``x`` there, while
+    eager mode converts it), so every op is traced in every dtype with unknown sizes.
+    """
+
+    def forward_and_gradient(*args):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = fn(*args)
+        return out, tape.gradient(out, args)
+
+    tf.function(forward_and_gradient, input_signature=signature).get_concrete_function()
 
 
 def gradients(tf, fn, point, dtype):
@@ -280,6 +449,143 @@ def table(tf, module) -> str:
     return "\n".join(rows)
 
 
+def _plain_special(tf):
+    """The elementwise ops of examples/special.yaml in plain TensorFlow."""
+    m = tf.math
+
+    def filled(x, value, fill):
+        return tf.where(x != 0, value, tf.ones_like(x) * fill)
+
+    return {
+        "one_minus_erf": lambda u: 1 - m.erf(u),
+        "erf_minus_one": lambda u: m.erf(u) - 1,
+        "one_minus_erfc": lambda u: 1 - m.erfc(u),
+        "erfc_neg_minus_one": lambda u: m.erfc(-u) - 1,
+        "erfc_neg": lambda u: m.erfc(-u),
+        "log_erfc": lambda u: m.log(m.erfc(u)),
+        "log_one_minus_erf": lambda u: m.log(1 - m.erf(u)),
+        "hypot2": lambda x, y: m.sqrt(x * x + y * y),
+        "hypot3": lambda x, y, z: m.sqrt(x * x + y * y + z * z),
+        "data_power": lambda x, p: m.pow(x, p),
+        "exp_log_power": lambda x, p: m.exp(p * m.log(x)),
+        "sinc_filled": lambda x: filled(x, m.sin(x) / x, 1.0),
+        "sinc_where": lambda x: tf.where(x == 0, tf.ones_like(x), m.sin(x) / x),
+        "expm1_ratio_filled": lambda x: filled(x, m.expm1(x) / x, 1.0),
+        "sinc_far_branch": lambda x: tf.where(x > 5, 1 / x, m.sin(x) / x),
+    }
+
+
+def special_table(tf, module) -> str:
+    """Markdown rows for examples/special.yaml, as :func:`table` (at most three rows per
+    op: the first points where float32 TF autodiff differs from the reference)."""
+    from test_special_stability import CASES, _points, _reference
+
+    from gradgen.expr import parse_op
+    from gradgen.spec import load_spec
+
+    doc = load_spec(ROOT / "examples" / "special.yaml")
+    raw = {}
+    for i, op in enumerate(doc.model.ops):
+        program = parse_op(doc, i)
+        raw[op.name] = (program.outputs[0].term.expr, [v.symbol for v in program.inputs])
+    rows = [
+        "| op | expression | input | TF autodiff | gradgen | exact |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for op, plain in _plain_special(tf).items():
+        expr, symbols = _reference(raw, op)
+        shown = 0
+        for point in _points(op, "float32"):
+            conventions = CASES[op][2]
+            exact = conventions.get(point) or reference_gradient(expr, symbols, point)
+            theirs = gradients(tf, plain, point, "float32")
+            if shown == 3 or all(
+                _close(t, e) or (math.isnan(e) and math.isnan(t)) for t, e in zip(theirs, exact)
+            ):
+                continue
+            shown += 1
+            ours = gradients(tf, getattr(module, op), point, "float32")
+            rows.append(
+                f"| `{op}` | `{sympy.sstr(raw[op][0])}` | {_fmt_point(point)} | "
+                f"{_fmt(theirs)} | {_fmt(ours)} | {_fmt(exact)} |"
+            )
+    return "\n".join(rows)
+
+
+def _plain_reductions(tf):
+    """The naive reductions of examples/reductions.yaml in plain TensorFlow, per row."""
+    exp, log, total = tf.math.exp, tf.math.log, tf.reduce_sum
+
+    def lse(x, keepdims=True):
+        return log(total(exp(x), axis=-1, keepdims=keepdims))
+
+    return {
+        "softmax_cross_entropy": lambda x: -total(
+            tf.constant([LABELS], x.dtype) * (x - lse(x)), axis=-1, keepdims=True),
+        "logsumexp_naive": lse,
+        "softmax_naive": lambda x: exp(x) / total(exp(x), axis=-1, keepdims=True),
+        "log_softmax_naive": lambda x: x - lse(x),
+        "log_of_softmax": lambda x: log(exp(x) / total(exp(x), axis=-1, keepdims=True)),
+        "softmax_from_log": lambda x: exp(x - lse(x)),
+        "log_mean_exp": lambda x: log(tf.reduce_mean(exp(x), axis=-1, keepdims=True)),
+    }
+
+
+def reduction_call(tf, module, op, x):
+    """The generated op at rows ``x`` ([rows, 3]) as a [rows, outputs] tensor."""
+    fn = getattr(module, op)
+    if op == "softmax_cross_entropy":
+        labels = tf.broadcast_to(tf.constant([LABELS], x.dtype), tf.shape(x))
+        out = fn(labels, x)
+    elif op == "log_mean_exp":
+        out = fn(tf.transpose(x))  # it reduces over the leading axis
+    else:
+        out = fn(x)
+    return out[:, tf.newaxis] if out.shape.rank == 1 else out
+
+
+def weighted_gradient(tf, fn, x):
+    """Gradient of sum(fn(x) * WEIGHTS) with respect to the rows ``x``."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = fn(x)
+        w = tf.constant(WEIGHTS[: out.shape[-1]], out.dtype)
+        loss = tf.reduce_sum(out * w)
+    return tape.gradient(loss, x).numpy().astype(np.float64)
+
+
+def reduction_table(tf, module) -> str:
+    """Markdown rows for the reductions: float32 gradients of a weighted sum of the
+    outputs (weights WEIGHTS) where TF's autodiff of the plain forward is wrong."""
+    rows = [
+        "| op | expression | logits | TF autodiff | gradgen | exact |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    spec = {op["name"]: op["output"] for op in _reduction_spec()["ops"]}
+    for op, plain in _plain_reductions(tf).items():
+        shown = 0
+        x = tf.constant(ROWS, tf.float32)
+        exact_rows = tf.cast(x, tf.float64).numpy().tolist()
+        theirs = weighted_gradient(tf, plain, x)
+        ours = weighted_gradient(tf, lambda v, op=op: reduction_call(tf, module, op, v), x)
+        for i, row in enumerate(exact_rows):
+            exact = reference(op, tuple(row))[1]
+            if all(_close(t, e) for t, e in zip(theirs[i], exact)) or shown == 3:
+                continue  # the first three rows of each op where TF is wrong
+            shown += 1
+            rows.append(
+                f"| `{op}` | `{spec[op]}` | {_fmt_point(row)} | {_fmt(theirs[i])} | "
+                f"{_fmt(ours[i])} | {_fmt(exact)} |"
+            )
+    return "\n".join(rows)
+
+
+def _reduction_spec():
+    import yaml
+
+    return yaml.safe_load((ROOT / "examples" / "reductions.yaml").read_text())
+
+
 def _close(got, want, dtype="float32"):
     """``got`` is ``want`` rounded to ``dtype`` (overflowing values are signed inf)."""
     if math.isnan(want):
@@ -306,7 +612,15 @@ if __name__ == "__main__":
 
     import tensorflow as tf
 
-    spec = importlib.util.spec_from_file_location("stability", ROOT / "generated" / "stability.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    print(table(tf, module))
+    modules = {}
+    for name in ("stability", "special", "reductions"):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "generated" / f"{name}.py")
+        modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(modules[name])
+    print(table(tf, modules["stability"]))
+    print("\nError functions, norms, data powers and filled-in singularities")
+    print("(`examples/special.yaml`, float32, the first three points of each op):\n")
+    print(special_table(tf, modules["special"]))
+    print("\nReductions (examples/reductions.yaml): gradients of a weighted sum of the outputs")
+    print(f"(weights {', '.join(f'{w:g}' for w in WEIGHTS)}; labels {', '.join(f'{v:g}' for v in LABELS)}):\n")
+    print(reduction_table(tf, modules["reductions"]))

@@ -192,9 +192,10 @@ def test_error_positions_point_into_the_expression():
     assert d.format() == (
         "s.yaml:6:22: error: op 'f', field 'output': unknown function 'foo'; did you "
         "mean 'floor'? (allowed: Abs, Heaviside, Max, Min, Piecewise, abs, acos, acosh, "
-        "asin, asinh, atan, atan2, atanh, ceiling, cos, cosh, det, einsum, erf, erfc, exp, "
-        "expm1, floor, inverse, log, log1p, mean, sigmoid, sign, sin, sinh, softplus, "
-        "sqrt, sum, tan, tanh, trace, transpose, where)"
+        "asin, asinh, atan, atan2, atanh, ceiling, cos, cosh, det, einsum, erf, erfc, "
+        "exp, expm1, floor, inverse, log, log1p, log_softmax, logsumexp, max, mean, "
+        "min, sigmoid, sign, sin, sinh, softmax, softplus, sqrt, sum, tan, tanh, trace, "
+        "transpose, where)"
     )
 
 

@@ -21,6 +21,7 @@ from stability import (
     raw_expressions,
     reference_gradient,
     rounded,
+    trace_in_a_graph,
 )
 
 
@@ -31,7 +32,7 @@ def modules(build):
     out = {}
     for dtype in DTYPES:
         out[dtype] = build(yaml.safe_dump(dict(spec, dtype=dtype, module=f"stab_{dtype}"),
-                                          sort_keys=False))
+                                          sort_keys=False), audit=False)
     return out
 
 
@@ -83,6 +84,11 @@ OPS = [
     "expm1_naive", "entropy", "cross_entropy", "log_sigmoid", "log_one_minus_sigmoid",
     "logaddexp", "softmax2", "log_softmax2", "power", "norm", "angle", "sinc",
     "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "inverse_power",
+    # logexp and sigmoid families
+    "log1mexp_naive", "log1mexp_expm1", "log1mexp_log1p", "log1mexp_negated",
+    "logdiffexp", "log_expm1", "softplus_log1p", "log1p_expm1", "exp_log1p",
+    "expm1_log1p", "exp_product", "log1m_sigmoid", "log_recip_sigmoid", "odds",
+    "log_odds", "sigmoid_logit",
 ]
 
 
@@ -164,3 +170,11 @@ def test_log_cosh_value_is_accurate_near_zero_and_far(tf, modules, dtype):
         assert g >= 0
         if want >= SMALLEST_NORMAL[dtype]:
             assert abs(g - want) <= 2 * RTOL[dtype] * want, (dtype, xv, g, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_op_traces_in_a_graph(tf, modules, raw, dtype):
+    """Every op and its gradient trace with unknown sizes (see trace_in_a_graph)."""
+    for op in OPS:
+        signature = [tf.TensorSpec([None], getattr(tf, dtype))] * len(raw[op][1])
+        trace_in_a_graph(tf, getattr(modules[dtype], op), signature)

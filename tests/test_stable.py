@@ -7,7 +7,19 @@ import pytest
 import sympy
 
 from gradgen import stability as stable
-from gradgen.functions import expm1, log1p, logcosh, logsumexp, sigmoid, softplus, xlogy
+from gradgen import functions as fn
+from gradgen.functions import (
+    expm1,
+    log1mexp,
+    log1p,
+    logcosh,
+    logsumexp,
+    nan_outside,
+    sigmoid,
+    softplus,
+    xlog1py,
+    xlogy,
+)
 
 x, y = sympy.symbols("x y", real=True)
 exp, log = sympy.exp, sympy.log
@@ -31,8 +43,32 @@ EXAMPLES = {
     "softmax_weight": (exp(x - logsumexp(x, y)), sigmoid(x - y)),
     "log_softmax": (x - logsumexp(x, y), -softplus(y - x)),
     "xlogy": (2 * x * log(y), 2 * xlogy(x, y)),
+    "xlog1py": ((1 - y) * log1p(-x), xlog1py(1 - y, -x)),
     "power_product": (x**y * y / x, y * x ** (y - 1)),
     "expm1": (exp(x) - 1 + y, expm1(x) + y),
+    # special functions, norms, data powers, filled-in singularities (test_rules_special.py)
+    "erf_complement": (1 - sympy.erf(x) + y, fn.erfc(x) + y),
+    "erfc_complement": (1 - sympy.erfc(x * y), sympy.erf(x * y)),
+    "erfc_reflection": (1 + sympy.erf(x), fn.erfc(-x)),
+    "log_erfc": (log(sympy.erfc(x)), fn.log_erfc(x)),
+    "hypot": (sympy.sqrt(x**2 + y**2), fn.hypot(x, y)),
+    "exp_log_power": (exp(y * log(x)), x**y),
+    "power_zero_coefficient": (y * x ** (y - 1), fn.xdivy(y, x ** (1 - y))),
+    "removable_fill": (
+        sympy.Piecewise((sympy.sin(x) / x, sympy.Ne(x, 0)), (1, True)), sympy.sin(x) / x
+    ),
+    "log1mexp": (log1p(-exp(-x**2 - 1)), log1mexp(-x**2 - 1)),
+    "logdiffexp": (log(exp(x + 3) - exp(x - y**2)), x + 3 + log1mexp(-y**2 - 3)),
+    "log1p_expm1": (y * log1p(expm1(x)), x * y),
+    "exp_log1p": (exp(log1p(x * y / 8)), nan_outside(x * y / 8 + 1, x * y / 8 >= -1)),
+    "expm1_log1p": (expm1(log1p(y**2)), y**2),
+    "log1m_sigmoid": (log1p(-sigmoid(x)), -softplus(x)),
+    "sigmoid_ratio": (y * sigmoid(x) / sigmoid(-x), y * exp(x)),
+    "logit_sigmoid": (softplus(x) - softplus(-x) + y, x + y),
+    "sigmoid_logit": (
+        sigmoid(log(y**2 / (1 + y**2) / (1 - y**2 / (1 + y**2)))),
+        nan_outside(y**2 / (1 + y**2), y**2 / (1 + y**2) <= 1),
+    ),
 }
 
 

@@ -10,33 +10,53 @@ from __future__ import annotations
 
 import sympy
 
-from .families import hyperbolic, logexp, logsumexp, powers, sigmoid, xlogy
+from .families import erf, hyperbolic, logexp, logsumexp, norms, piecewise, powers, sigmoid, xlogy
 from .rule import Rule
 
 _BY_NAME = {
     rule.name: rule
-    for family in (logexp, logsumexp, sigmoid, xlogy, powers, hyperbolic)
+    for family in (
+        logexp, logsumexp, sigmoid, xlogy, powers, hyperbolic, erf, norms, piecewise
+    )
     for rule in family.RULES
 }
 # The order rules are tried in at each node (see the module docstring).
 ORDER = (
+    "removable_fill",
+    "erf_complement",
+    "erfc_complement",
+    "erfc_reflection",
+    "log_erfc",
+    "hypot",
     "softplus",
+    "log1mexp",  # before log1p, and reads log1p(-exp(u)) too: the stronger rule wins
+    "logdiffexp",
     "logsumexp",
     "log_mul",
     "log_sigmoid",
+    "log1m_sigmoid",
     "log1p",
     "sigmoid_pow",
     "sigmoid_mul",
     "sigmoid_complement",
+    "sigmoid_ratio",
+    "logit_sigmoid",
+    "sigmoid_logit",
     "softmax",
     "exp_mul",
     "softmax_weight",
     "log_softmax",
     "power_product",
+    "power_zero_coefficient",
+    "exp_log_power",
     "xlogy",
+    "xlog1py",
     "log_cosh",
     "tanh_ratio",
     "expm1",
+    "log1p_expm1",
+    "exp_log1p",
+    "expm1_log1p",
 )
 assert set(ORDER) == set(_BY_NAME), "every rule is ordered exactly once"
 RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)

@@ -38,6 +38,7 @@ from ..functions import (
     sigmoid,
     softplus,
     xdivy,
+    xlog1py,
     xlogy,
 )
 
@@ -143,6 +144,8 @@ def _standard(expr):
         mapping[f] = f.args[0] * sympy.log(f.args[1])
     for f in expr.atoms(xdivy):
         mapping[f] = f.args[0] / f.args[1]
+    for f in expr.atoms(xlog1py):
+        mapping[f] = f.args[0] * sympy.log(1 + f.args[1])
     return expr.xreplace(mapping)
 
 
@@ -212,11 +215,13 @@ def _taylor(expr, v, degree: int):
     try:
         series = sympy.series(_standard(expr), v, 0, degree + 1).removeO()
         poly = sympy.Poly(series, v)
+        if any(c.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Order) for c in poly.coeffs()):
+            return None
+        # coefficients in other inputs may hold 1/Abs(r)... that Horner's own Poly
+        # refuses as generators (pseudo-Huber d**2*(sqrt(1 + (r/d)**2) - 1))
+        return sympy.horner(poly.as_expr(), wrt=v)
     except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError):
         return None
-    if any(c.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Order) for c in poly.coeffs()):
-        return None
-    return sympy.horner(poly.as_expr(), wrt=v)
 
 
 def _has_pole(expr, v) -> bool:
@@ -266,7 +271,14 @@ def removable_singularities(
         return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
 
     def visit(e):
-        if isinstance(e, sympy.Piecewise) or not e.args:
+        if isinstance(e, sympy.Piecewise):
+            # each branch on its own (a limit through the Piecewise would see only the
+            # selected branch at the point): `where(x > 5, 1, sin(x)/x)` at x = 0
+            pairs = [(visit(v), c) for v, c in e.args]
+            if all(p[0] is v for p, (v, _) in zip(pairs, e.args)):
+                return e
+            return sympy.Piecewise(*pairs, evaluate=False)
+        if not e.args:
             return e
         for v in _poles(e):
             if isinstance(e, sympy.Add):

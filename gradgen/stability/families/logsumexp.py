@@ -1,4 +1,17 @@
-"""Sums of exponentials: logsumexp, softmax, log-softmax and their helpers.
+"""Sums of exponentials written elementwise: logsumexp, softmax, log-softmax.
+
+| rule | identity | domain | fails at (as written) | source |
+| --- | --- | --- | --- | --- |
+| `logsumexp` | log(exp(a) + exp(b) + ...) = logsumexp(a, b, ...); c·exp(u) counts as exp(u + log c) | all real | the exponentials overflow (a > 88 in float32), or all underflow: log(0) = −inf | SciPy `logsumexp` (Blanchard, Higham & Higham 2021); PyTensor `local_log_sum_exp` |
+| `log_mul` | log(a·b/c) = log(a) + log(b) − log(c), log(1/a) = −log(a), for positive factors | positive factors | exposes the log-softmax and log-sigmoid forms below | log identities over the positive reals |
+| `softmax` | (exp(a) + exp(b) + ...)^−n = exp(−n·logsumexp(a, b, ...)) | all real | inf/inf = NaN when the exponentials overflow | JAX `softmax` (shift by the max) |
+| `exp_mul` | exp(a)·exp(b) = exp(a + b) | all | exp(a) overflows where exp(a + b) does not | exponent law; PyTensor `local_exp_mul` |
+| `softmax_weight` | exp(uᵢ − logsumexp(u)) = 1 / (1 + Σⱼ exp(uⱼ − uᵢ)); sigmoid(uᵢ − uⱼ) for two | all real | uᵢ − logsumexp(u) loses digits for large terms (5e−4 at 1e4 in float32) | TF `nn_impl` softmax; JAX `softmax` |
+| `log_softmax` | uᵢ − logsumexp(u) = −logsumexp(0, uⱼ − uᵢ, ...); −softplus(uⱼ − uᵢ) for two | all real | the same subtraction | PyTensor `local_log_softmax_from_logsumexp` |
+
+These work on elementwise expressions of a few terms (``log(exp(a) + exp(b))``); naive
+forms written with ``sum``/``mean`` over an axis are recognised on the whole program by
+:mod:`gradgen.stability.reductions`.
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
 rules in the order the engine tries them.
@@ -9,8 +22,9 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
-from ...functions import logsumexp, sigmoid, softmax_weight
+from ...functions import logsumexp, sigmoid, softmax_weight, softplus
 from ..match import _base, _exp_terms
+from ..normalize import positive_factors
 from ..rule import Rule
 
 
@@ -49,16 +63,20 @@ def _logsumexp(expr):
 
 
 def _log_mul(expr):
-    # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive
+    # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive, and
+    # log(1 / a) = -log(a); only where a factor is an exponential, a sigmoid, a softplus,
+    # a logsumexp or a sum of exponentials (the forms other rules continue from)
     if isinstance(expr, sympy.log) and len(expr.args) == 1:
         arg = expr.args[0]
-        if isinstance(arg, sympy.Mul) and all(f.is_positive for f in arg.args):
-            if any(
-                isinstance(f, (sympy.exp, sigmoid)) or _exp_terms(_base(f))
-                for f in arg.args
+        if isinstance(arg, (sympy.Mul, sympy.Pow)):
+            factors = positive_factors(arg)
+            if factors is not None and any(
+                isinstance(_base(f), (sympy.exp, sigmoid, softplus, logsumexp))
+                or _exp_terms(_base(f))
+                for f in factors
             ):
                 return sympy.Add(
-                    *(sympy.expand_log(sympy.log(f), force=False) for f in arg.args)
+                    *(sympy.expand_log(sympy.log(f), force=False) for f in factors)
                 )
     return None
 
@@ -73,10 +91,12 @@ def _softmax(expr):
 
 
 def _exp_mul(expr):
-    # exp(a) * exp(b) = exp(a + b): lets exp(a) * exp(-logsumexp(...)) become a softmax
+    # exp(a) * exp(b) = exp(a + b) everywhere (SymPy merges only exp(a) * exp(a), and
+    # exp(a) * exp(-a) = 1): no overflow of one factor where the product is finite, and
+    # exp(a) * exp(-logsumexp(...)) becomes a softmax weight
     if isinstance(expr, sympy.Mul):
         exps = [f for f in expr.args if isinstance(f, sympy.exp)]
-        if len(exps) >= 2 and any(f.has(logsumexp) for f in exps):
+        if len(exps) >= 2:
             rest = [f for f in expr.args if not isinstance(f, sympy.exp)]
             return sympy.Mul(sympy.exp(sympy.Add(*(f.args[0] for f in exps))), *rest)
     return None
@@ -123,8 +143,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "exp_mul",
-        "exp(a) * exp(b) = exp(a + b) (next to a logsumexp)",
-        "exp(a) overflows where exp(a - logsumexp(...)) does not",
+        "exp(a) * exp(b) = exp(a + b)",
+        "exp(a) overflows where exp(a + b) does not (exp(100) * exp(-100) is inf * 0 = "
+        "NaN in float32), and exp(a - logsumexp(...)) is a softmax weight",
         _exp_mul,
     ),
     Rule(

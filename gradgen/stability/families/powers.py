@@ -1,7 +1,15 @@
-"""Powers with symbolic or irrational exponents.
+"""Powers with symbolic or irrational exponents, and exponents that are data.
 
-Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
-rules in the order the engine tries them.
+| rule | identity | domain | fails at | source |
+| --- | --- | --- | --- | --- |
+| `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
+| `exp_log_power` | exp(k · log(x) + b) = x^k · exp(b) | x > 0 (as written); extends it: x^k is finite for x < 0 with an integer k, and 0^0 = 1 where k · log(0) = 0 · −inf is NaN | naive: the derivative p · exp(p log x) / x is 0/0 at x = 0 | Herbie `exp-to-pow` (src/core/rules.rkt) |
+| `power_zero_coefficient` | k · x^e = xdivy(k, x^(−e)) when e is negative where k = 0 (p · x^(p − 1) = xdivy(p, x^(1 − p))) | real x ≥ 0; equal wherever the left side is finite, and 0 where k = 0 (there x^(e + 1) is x^0 = 1, a constant) | naive: d(x^p)/dx at p = 0, x = 0 is 0 · 0^(−1) = 0 · inf = NaN, but x^0 = 1 has derivative 0 | TF `xdivy`; JAX `xlogy`/`xlog1py` zero conventions |
+
+With a data exponent the partials of x^p are p · x^(p − 1) (→ ``power_zero_coefficient``:
+0 at p = 0 for every x, 0 at x = 0 for p > 1, 1 for p = 1) and x^p · log(x) (→ the
+``xlogy`` rule: 0 at x = 0 for p > 0, the limit of x^p · log(x)); 0^0 = 1 as in
+``tf.math.pow``.
 """
 
 from __future__ import annotations
@@ -9,6 +17,7 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
+from ...functions import xdivy, xlogy
 from ..rule import Rule
 
 
@@ -38,6 +47,62 @@ def _power_product(expr):
     return None
 
 
+def _exp_log_power(expr):
+    # exp(k*log(x) + b) = x**k * exp(b): p*exp(p*log(x))/x is 0/0 at x = 0
+    if not isinstance(expr, sympy.exp):
+        return None
+    arg = expr.args[0]
+    for term in sympy.Add.make_args(arg):
+        # k*log(x) as the xlogy rule leaves it (children are rewritten first): c*xlogy(k, x)
+        inner = [f for f in sympy.Mul.make_args(term) if isinstance(f, xlogy)]
+        if len(inner) == 1 and not (term / inner[0]).has(sympy.log, xlogy):
+            rest = arg - term
+            out = sympy.Pow(inner[0].args[1], inner[0].args[0] * (term / inner[0]))
+            return out * sympy.exp(rest) if rest != 0 else out
+        logs = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)]
+        if len(logs) != 1 or logs[0].args[0].is_number:
+            continue
+        k = term / logs[0]
+        if k.has(sympy.log):
+            continue
+        rest = arg - term
+        out = sympy.Pow(logs[0].args[0], k)
+        return out * sympy.exp(rest) if rest != 0 else out
+    return None
+
+
+def _zero_of(k):
+    """(s, s0) with k = 0 exactly where the symbol s = s0 (k = s or k = s + c), or None."""
+    if k.is_Symbol:
+        return k, S.Zero
+    if isinstance(k, sympy.Add) and len(k.args) == 2:
+        c, s = k.as_coeff_Add()
+        if c.is_number and s.is_Symbol:
+            return s, -c
+    return None
+
+
+def _power_zero_coefficient(expr):
+    # p * x**(p - 1) = xdivy(p, x**(1 - p)): at p = 0, x = 0 it is 0, not 0 * inf
+    if not isinstance(expr, sympy.Mul):
+        return None
+    factors = list(expr.args)
+    for f in factors:
+        if not isinstance(f, sympy.Pow) or f.exp.is_number or f.base.is_number:
+            continue
+        for k in factors:
+            if k is f or k.is_number:
+                continue
+            zero = _zero_of(k)
+            if zero is None or zero[0] not in f.exp.free_symbols:
+                continue
+            at_zero = f.exp.subs(zero[0], zero[1])
+            if at_zero.is_number and at_zero.is_negative:
+                rest = [g for g in factors if g is not f and g is not k]
+                return sympy.Mul(xdivy(k, sympy.Pow(f.base, -f.exp)), *rest)
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "power_product",
@@ -45,5 +110,18 @@ RULES: tuple[Rule, ...] = (
         "the derivative of x**y, written x**y * y / x, is 0/0 = NaN at x = 0",
         _power_product,
         complex_ok=True,
+    ),
+    Rule(
+        "exp_log_power",
+        "exp(k*log(x) + b) = x**k * exp(b)",
+        "the derivative p*exp(p*log(x))/x is 0/0 = NaN at x = 0",
+        _exp_log_power,
+    ),
+    Rule(
+        "power_zero_coefficient",
+        "k * x**e = xdivy(k, x**(-e)) where e < 0 at k = 0 (p*x**(p - 1) = xdivy(p, x**(1 - p)))",
+        "d(x**p)/dx = p*x**(p - 1) is 0 * inf = NaN at p = 0, x = 0 (x**0 = 1: the "
+        "derivative is 0)",
+        _power_zero_coefficient,
     ),
 )

@@ -1,7 +1,23 @@
-"""The logistic sigmoid: its log, powers, products and complement.
+"""The logistic sigmoid: its log, powers, products, complement, logit and odds.
+
+| rule | identity | domain | fails at (as written) | source |
+| --- | --- | --- | --- | --- |
+| `log_sigmoid` | log(sigmoid(u)) = −softplus(−u) | all real u | sigmoid(u) underflows to 0 for u < −88 (float32): log(0) = −inf | JAX `log_sigmoid`; PyTensor `local_log_sigm_to_softplus` |
+| `log1m_sigmoid` | log1p(−sigmoid(u)) = log(1 − sigmoid(u)) = −softplus(u) | all real u | 1 − sigmoid(u) is 0 for u > 17 (float32): −inf; the value is −u | PyTensor `local_log1p_neg_sigmoid` (witness u = 37) |
+| `sigmoid_pow` | (c + c·exp(w))^−n = c^−n · sigmoid(−w)^n | all real w | exp(w) overflows: 1/inf = 0 where the value is not 0, inf/inf in a product | logistic function definition |
+| `sigmoid_mul` | exp(u) · sigmoid(−u) = sigmoid(u) | all real u | exp(u)/(1 + exp(u)) is inf/inf = NaN for u > 88 (float32) | logistic function definition |
+| `sigmoid_complement` | 1 − sigmoid(u) = sigmoid(−u) | all real u | cancels to 0 for u > 17 (float32) | PyTensor `local_1msigmoid` |
+| `sigmoid_ratio` | sigmoid(u)^n / sigmoid(−u)^n = exp(n·u) (the odds) | all real u | sigmoid(−u) underflows to 0 for u > 88 (float32): x/0 = inf where exp(u) is finite up to 88.7 | sigmoid(u) / sigmoid(−u) = exp(u)·(1 + exp(−u))/(1 + exp(−u)) |
+| `logit_sigmoid` | softplus(u) − softplus(−u) = u (log(s / (1 − s)) for s = sigmoid(u), split) | all real u | softplus(u) − softplus(−u) cancels to 0 for \\|u\\| < eps·softplus(0) and loses digits of u below 1 | softplus(u) − softplus(−u) = log(exp(u)) |
+| `sigmoid_logit` | sigmoid(log(p / (1 − p))) = p, NaN outside [0, 1] as written | 0 ≤ p ≤ 1 | p/(1 − p) overflows or rounds near p = 1; gradient 0·inf at p = 0 | logit is sigmoid's inverse; PyTensor `local_exp_log_nan_switch` for keeping the NaN |
+
+Forms are read after SymPy's canonicalisation and the engine's bottom-up walk (see
+:mod:`..normalize`): ``1 - 1/(1 + exp(-u))`` reaches ``log_sigmoid`` as
+``sigmoid(-u)``, and ``log(s / (1 - s))`` reaches ``sigmoid_ratio`` as
+``log(sigmoid(u) / sigmoid(-u))``, which becomes ``log(exp(u)) = u``.
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
-rules in the order the engine tries them.
+rules.
 """
 
 from __future__ import annotations
@@ -9,8 +25,8 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
-from ...functions import sigmoid, softplus
-from ..match import _one_plus
+from ...functions import log1p, nan_outside, sigmoid, softplus
+from ..normalize import log_argument, scaled_exp
 from ..rule import Rule
 
 
@@ -21,12 +37,25 @@ def _log_sigmoid(expr):
     return None
 
 
+def _log1m_sigmoid(expr):
+    # log(1 - sigmoid(u)) = log1p(-sigmoid(u)) = -softplus(u)
+    arg = log_argument(expr)
+    if arg is None or not isinstance(arg, sympy.Add) or len(arg.args) != 2:
+        return None
+    if S.One in arg.args:
+        term = arg - 1
+        if isinstance(-term, sigmoid):
+            return -softplus((-term).args[0])
+    return None
+
+
 def _sigmoid_pow(expr):
-    # (1 + exp(w))**-n = sigmoid(-w)**n
+    # (c + c*exp(w))**-n = c**-n * sigmoid(-w)**n
     if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp < 0:
-        u = _one_plus(expr.base)
-        if isinstance(u, sympy.exp):
-            return sigmoid(-u.args[0]) ** (-expr.exp)
+        found = scaled_exp(expr.base, +1)
+        if found is not None:
+            c, w = found
+            return c**expr.exp * sigmoid(-w) ** (-expr.exp)
     return None
 
 
@@ -61,6 +90,75 @@ def _sigmoid_complement(expr):
     return None
 
 
+def _sigmoid_ratio(expr):
+    # sigmoid(u)**n * sigmoid(-u)**-n = exp(n*u): the odds
+    if not isinstance(expr, sympy.Mul):
+        return None
+    powers = {}
+    for f in expr.args:
+        base, power = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, S.One)
+        if isinstance(base, sigmoid) and power.is_Integer:
+            powers[base.args[0]] = (f, power)
+    for u, (f, n) in powers.items():
+        if n > 0 and -u in powers and powers[-u][1] == -n:
+            g = powers[-u][0]
+            rest = [h for h in expr.args if h is not f and h is not g]
+            return sympy.Mul(sympy.exp(n * u), *rest)
+    return None
+
+
+def _logit_sigmoid(expr):
+    # softplus(u) - softplus(-u) = u
+    if not isinstance(expr, sympy.Add):
+        return None
+    for term in expr.args:
+        if isinstance(term, softplus):
+            u = term.args[0]
+            partner = -softplus(-u)
+            if partner in expr.args:
+                return u + (expr - term - partner)
+    return None
+
+
+def _odds_of(x):
+    """``p`` if ``x`` is ``p / (1 - p)`` (p itself may be a product), else None."""
+    factors = sympy.Mul.make_args(x)
+    for q in factors:
+        if isinstance(q, sympy.Pow) and q.exp == -1:
+            p = 1 - q.base
+            if sympy.Mul(*(f for f in factors if f is not q)) == p:
+                return p
+    return None
+
+
+def _logit_argument(arg):
+    """``p`` if ``arg`` is the logit ``log(p / (1 - p))`` in one of its spellings:
+    ``log(p / (1 - p))``, ``-log((1 - p) / p)``, ``log(p) - log1p(-p)``,
+    ``log(p) - log(1 - p)``."""
+    if isinstance(arg, sympy.log):
+        return _odds_of(arg.args[0])
+    if isinstance(arg, sympy.Mul) and len(arg.args) == 2 and arg.args[0] == -1:
+        if isinstance(arg.args[1], sympy.log):
+            return _odds_of(1 / arg.args[1].args[0])
+        return None
+    if isinstance(arg, sympy.Add) and len(arg.args) == 2:
+        for f, g in (arg.args, arg.args[::-1]):
+            if isinstance(f, sympy.log):
+                p = f.args[0]
+                if g in (-log1p(-p), -sympy.log(1 - p)):
+                    return p
+    return None
+
+
+def _sigmoid_logit(expr):
+    # sigmoid(log(p / (1 - p))) = p for 0 <= p <= 1; NaN outside, as written
+    if isinstance(expr, sigmoid):
+        p = _logit_argument(expr.args[0])
+        if p is not None and not p.is_number:
+            return nan_outside(p, sympy.And(p >= 0, p <= 1))
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "log_sigmoid",
@@ -69,8 +167,14 @@ RULES: tuple[Rule, ...] = (
         _log_sigmoid,
     ),
     Rule(
+        "log1m_sigmoid",
+        "log1p(-sigmoid(u)) = log(1 - sigmoid(u)) = -softplus(u)",
+        "1 - sigmoid(u) is 0 for u > 17 in float32, and log(0) = -inf (the value is -u)",
+        _log1m_sigmoid,
+    ),
+    Rule(
         "sigmoid_pow",
-        "(1 + exp(w))**-n = sigmoid(-w)**n",
+        "(1 + exp(w))**-n = sigmoid(-w)**n (also (c + c*exp(w))**-n = c**-n * ...)",
         "exp(w) overflows for large w, giving 1/inf = 0 where the value is not 0, "
         "or inf/inf = NaN in a product",
         _sigmoid_pow,
@@ -88,5 +192,23 @@ RULES: tuple[Rule, ...] = (
         "1 - sigmoid(u) = sigmoid(-u)",
         "1 - sigmoid(u) cancels to 0 for u > 17 in float32",
         _sigmoid_complement,
+    ),
+    Rule(
+        "sigmoid_ratio",
+        "sigmoid(u) / sigmoid(-u) = exp(u) (the odds; log(s / (1 - s)) = u follows)",
+        "sigmoid(-u) underflows to 0 for u > 88 in float32 (x/0), and two roundings",
+        _sigmoid_ratio,
+    ),
+    Rule(
+        "logit_sigmoid",
+        "softplus(u) - softplus(-u) = u (log(s) - log(1 - s) for s = sigmoid(u))",
+        "the difference of two softplus values cancels for small u and rounds for large u",
+        _logit_sigmoid,
+    ),
+    Rule(
+        "sigmoid_logit",
+        "sigmoid(log(p / (1 - p))) = p for 0 <= p <= 1 (NaN outside, as written)",
+        "p / (1 - p) overflows near p = 1, and the gradient is 0 * inf at p = 0",
+        _sigmoid_logit,
     ),
 )

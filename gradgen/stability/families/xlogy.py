@@ -1,4 +1,9 @@
-"""Products with a logarithm: xlogy.
+"""Products with a logarithm: xlogy, xlog1py.
+
+| rule | identity | domain | fails at (as written) | source |
+| --- | --- | --- | --- | --- |
+| `xlogy` | x·log(y) = xlogy(x, y), 0 where x = 0 | y > 0, or x = 0 | 0·log(0) = 0·(−inf) = NaN (entropy, powers with base 0) | TF `tf.math.xlogy`; SciPy `special.xlogy`; JAX `xlogy` |
+| `xlog1py` | x·log1p(y) = xlog1py(x, y), 0 where x = 0 | y > −1, or x = 0 | 0·log1p(−1) = NaN: the cross-entropy term (1 − t)·log(1 − p) at t = p = 1 | TF `tf.math.xlog1py`; SciPy `special.xlog1py` |
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
 rules in the order the engine tries them.
@@ -8,7 +13,7 @@ from __future__ import annotations
 
 import sympy
 
-from ...functions import xlogy
+from ...functions import log1p, xlog1py, xlogy
 from ..rule import Rule
 
 
@@ -27,11 +32,33 @@ def _xlogy(expr):
     return coeff * xlogy(x, logs[0].args[0])
 
 
+def _xlog1py(expr):
+    # x * log1p(y) = xlog1py(x, y), which is 0 where x = 0 (0 * log1p(-1) would be NaN)
+    if not isinstance(expr, sympy.Mul):
+        return None
+    logs = [f for f in expr.args if isinstance(f, log1p)]
+    if len(logs) != 1 or logs[0].args[0].is_number:
+        return None
+    coeff, others = expr.as_coeff_mul()
+    others = [f for f in others if f is not logs[0]]
+    x = sympy.Mul(*others)
+    if not others or x.is_zero is False or x.has(sympy.log, log1p):
+        return None
+    return coeff * xlog1py(x, logs[0].args[0])
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "xlogy",
         "x * log(y) = xlogy(x, y), which is 0 where x = 0",
         "0 * log(0) = 0 * -inf = NaN (entropy terms, powers with base 0)",
         _xlogy,
+    ),
+    Rule(
+        "xlog1py",
+        "x * log1p(y) = xlog1py(x, y), which is 0 where x = 0",
+        "0 * log1p(-1) = 0 * -inf = NaN (the cross-entropy term (1 - t) * log(1 - p) "
+        "at t = p = 1)",
+        _xlog1py,
     ),
 )

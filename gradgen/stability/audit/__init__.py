@@ -1,0 +1,173 @@
+"""Build-time accuracy audit: the safety net for every form no rewrite rule covers.
+
+Consumes: an op's IR (:class:`gradgen.ir.OpIR`) and its printed views. Guarantees:
+:func:`audit_op` samples the op's dtype over its whole range (:mod:`.sample`: Herbie's
+uniform ordinals, plus 0, ±smallest normal, ±largest finite, ±1, ±2, ±1/2 and each
+condition's threshold ±1 ulp), runs the generated code's forward and gradient
+statements at those points in the dtype (:mod:`.mirror`), compares them with the
+expression *as written* and its derivatives evaluated with mpmath at rising precision
+(:mod:`.reference`), and returns an :class:`Audit`: per output and per input's
+gradient, the points where the exact value is finite but the generated one is NaN or
+infinite, and the worst error in bits (:mod:`.measure`). :mod:`.report` turns it into
+the explain section, the docstring line and the strict-mode error.
+
+The audit is deterministic (seeded from the op's name, dtype and expression as written)
+and JSON-serializable, so it is cached with the op's derivation. Ops with tensor
+operations (matmul, det, sum...) or complex dtypes are not audited; the audit says so
+and why. It imports neither TensorFlow nor anything outside gradgen's dependencies and
+mpmath (which SymPy requires).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import sympy
+
+from ... import ir
+from . import formats
+from .measure import compare
+from .mirror import MirrorError, Program, elementwise_reason
+from .reference import Reference
+from .sample import sample
+
+MAX_EXAMPLES = 3  # failing points kept per target
+
+
+@dataclass(frozen=True)
+class Target:
+    """One audited quantity: an output's value (``input`` None) or the gradient of an
+    input when that output's upstream gradient is 1.
+
+    Attributes:
+        output, input: names (``input`` None for the output's value).
+        counted: points where the exact value is a finite number in the dtype's range.
+        nonfinite: how many of those the generated code gives NaN or inf.
+        examples: up to :data:`MAX_EXAMPLES` of them, ``{"point": {input: value},
+            "got": ..., "exact": ...}``, in sample order (edge points first).
+        worst_bits: the largest error in bits (0 when nothing was counted).
+        worst_at: the point of the largest error, or None.
+        mean_bits: the mean error in bits over the counted points (Herbie's score).
+    """
+
+    output: str
+    input: str | None
+    counted: int
+    nonfinite: int
+    examples: list
+    worst_bits: float
+    worst_at: dict | None
+    mean_bits: float
+
+
+@dataclass(frozen=True)
+class Audit:
+    """The audit of one op.
+
+    Attributes:
+        op: its name.
+        dtype: the dtype audited (the op's).
+        points: points sampled (0 when not audited).
+        skipped: why the op was not audited, or None.
+        targets: per output value and per (output, input) gradient.
+    """
+
+    op: str
+    dtype: str
+    points: int = 0
+    skipped: str | None = None
+    targets: list = field(default_factory=list)
+
+    @property
+    def gradients(self) -> list[Target]:
+        return [t for t in self.targets if t.input is not None]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Audit:
+        data = dict(data)
+        data["targets"] = [Target(**t) for t in data.get("targets", [])]
+        return cls(**data)
+
+
+def seed_text(op: ir.OpIR) -> str:
+    """What the sample is seeded from: name, dtype and the forward as written."""
+    reference = ";".join(
+        f"{s.target}={sympy.srepr(s.value) if not isinstance(s.value, ir.Call) else s.value}"
+        for s in op.reference
+    )
+    return f"{op.name}|{op.dtype}|{reference}"
+
+
+def audit_op(op: ir.OpIR, views, random_points: int | None = None) -> Audit:
+    """Audit ``op``, whose printed code is ``views`` (see the module docstring)."""
+    fmt = formats.get(op.dtype)
+    if fmt is None:
+        return Audit(op.name, op.dtype, skipped=f"{op.dtype} ops are not audited")
+    if not any(i.grad for i in op.inputs):
+        return Audit(op.name, op.dtype, skipped="no differentiable input")
+    reason = elementwise_reason(op)
+    if reason is not None:
+        return Audit(op.name, op.dtype, skipped=f"{reason}: only elementwise ops are audited")
+    points = sample(op, fmt, seed_text(op), random_points)
+    n = len(next(iter(points.values())))
+    try:
+        program = Program(views)
+        outputs, gradients = program.run(fmt, points)
+    except MirrorError as e:
+        return Audit(op.name, op.dtype, skipped=f"the NumPy mirror cannot run it ({e})")
+    try:
+        reference = Reference(op)
+    except NotImplementedError as e:  # SymPy cannot differentiate or print it for mpmath
+        return Audit(op.name, op.dtype, skipped=f"no exact reference ({e})")
+    exact = reference.evaluate(fmt, points)
+    names = [i.name for i in op.inputs]
+    out_names = [o.name for o in op.outputs]
+    targets = []
+    for (k, name, _), (values, kinds) in zip(reference.targets, exact):
+        got = outputs[k] if name is None else gradients[k][name]
+        m = compare(fmt, got, values, kinds)
+        examples = [
+            {"point": _point(points, names, j), "got": _num(got[j]), "exact": _num(values[j])}
+            for j in m.nonfinite[:MAX_EXAMPLES]
+        ]
+        counted = m.bits[~np.isnan(m.bits)]
+        if counted.size:
+            worst = int(np.nanargmax(m.bits))
+            worst_bits, worst_at = float(m.bits[worst]), _point(points, names, worst)
+            mean_bits = float(counted.mean())
+        else:
+            worst_bits, worst_at, mean_bits = 0.0, None, 0.0
+        targets.append(Target(out_names[k], name, int(m.counted.sum()), len(m.nonfinite),
+                              examples, round(worst_bits, 2), worst_at, round(mean_bits, 2)))
+    return Audit(op.name, op.dtype, n, None, targets)
+
+
+def _point(points, names, j) -> dict:
+    return {name: _num(points[name][j]) for name in names}
+
+
+def _num(value) -> float | str:
+    """A JSON-safe number (JSON has no NaN or inf)."""
+    value = float(value)
+    if np.isnan(value):
+        return "nan"
+    if np.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def audit_in_budget(op: ir.OpIR, views) -> Audit:
+    """:func:`audit_op` under the per-op time budget (:mod:`gradgen.budget`); an audit
+    that runs out of time is reported as not run, never as a failure."""
+    from ...budget import BudgetExceeded, op_seconds, time_budget
+
+    try:
+        with time_budget(op_seconds()):
+            return audit_op(op, views)
+    except BudgetExceeded:
+        return Audit(op.name, op.dtype,
+                     skipped="out of the per-op time budget (GRADGEN_OP_TIMEOUT)")

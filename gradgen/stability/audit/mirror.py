@@ -1,0 +1,347 @@
+"""Run an op's *printed* TensorFlow code with NumPy, in the op's dtype.
+
+Consumes: an op's views (:class:`gradgen.render.OpViews`: the exact statements the
+generated module contains) and input arrays. Guarantees: :func:`run` executes the
+forward statements, then (per output, with that output's upstream gradient 1 and the
+others 0) the recomputed and backward statements, against :data:`tf`, a small NumPy
+stand-in for the ``tf`` functions generated code calls, and the module's helper
+functions rendered from ``templates/helpers.py.j2`` against the same stand-in. Every
+operation computes in the op's format (:mod:`.formats`): NumPy's float16 and float32
+loops for those dtypes, float32 rounded to bfloat16 after each operation for bfloat16,
+and subnormal results flushed to zero where TensorFlow's CPU kernels flush them.
+Python numbers in arithmetic take the tensor's dtype, as TensorFlow converts them.
+
+Because it runs the printed statements, the mirror follows the generated code's
+operation order exactly (``1.0 / (x * x)``, not ``x**-2``); what it cannot reproduce is
+TensorFlow's own kernels for transcendental functions, which NumPy's (or, for
+``sigmoid``, ``softplus``, ``erf`` and ``erfc``, a float64 evaluation rounded once to
+the dtype) replace: a few ulps, not a NaN.
+
+Elementwise only: every input is a vector of sample points, so the reductions that
+unbroadcast a gradient (``tf.reduce_sum`` over broadcast axes, ``_unbroadcast``) sum
+over nothing and are the identity. :func:`elementwise_reason` says why an op is not
+elementwise (it has tensor operations) and then the audit does not run it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache, lru_cache
+from types import SimpleNamespace
+
+import numpy as np
+
+from ... import ir
+from .formats import Format
+
+# IR calls that an elementwise op's statements may contain: arithmetic, casts, and the
+# unbroadcasting of gradients (identity when every input has the same shape).
+ELEMENTWISE_CALLS = frozenset(
+    {"add", "mul", "div", "cast", "reduce_sum", "unbroadcast", "zeros_like",
+     "broadcast_to", "broadcast_shape"}
+)
+
+
+class MirrorError(Exception):
+    """The printed code uses something the NumPy mirror does not have."""
+
+
+def elementwise_reason(op: ir.OpIR) -> str | None:
+    """None when ``op`` is elementwise (the audit can run it), else why not."""
+    forward_calls = {
+        c.fn for s in op.forward + op.reference for c in _calls(s.value)
+    } - {"cast"}
+    if forward_calls:
+        return "tensor operations (" + ", ".join(sorted(forward_calls)) + ")"
+    backward_calls = {c.fn for s in op.backward + op.recomputed for c in _calls(s.value)}
+    other = backward_calls - ELEMENTWISE_CALLS
+    if other:
+        return "tensor operations in the gradient (" + ", ".join(sorted(other)) + ")"
+    return None
+
+
+def _calls(value):
+    if isinstance(value, ir.Call):
+        yield value
+        for a in value.args:
+            yield from _calls(a)
+
+
+# ------------------------------------------------------------------ values
+
+
+class _Array(np.ndarray):
+    """An array whose every NumPy operation rounds to ``fmt`` (set on subclasses)."""
+
+    fmt: Format
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fmt = type(self).fmt
+        plain = [_operand(fmt, x) for x in inputs]
+        with np.errstate(all="ignore"):
+            result = getattr(ufunc, method)(*plain, **kwargs)
+        return _result(fmt, result)
+
+
+@cache
+def _array_type(fmt: Format):
+    return type(f"_Array_{fmt.name}", (_Array,), {"fmt": fmt})
+
+
+def _operand(fmt: Format, x):
+    """A ufunc operand: our arrays as plain arrays, Python numbers in the dtype."""
+    if isinstance(x, _Array):
+        return x.view(np.ndarray)
+    if isinstance(x, (bool, np.bool_)):
+        return x
+    if isinstance(x, (int, float)) or (isinstance(x, np.ndarray) and x.dtype.kind in "fi"
+                                       and x.ndim == 0):
+        return fmt.round(np.float64(x))[()]
+    return x
+
+
+def _result(fmt: Format, result):
+    if isinstance(result, tuple):
+        return tuple(_result(fmt, r) for r in result)
+    result = np.asarray(result)
+    if result.dtype.kind == "f":
+        if result.dtype != fmt.storage or fmt.emulated:
+            result = fmt.round(result)
+        else:
+            result = fmt.flush(result)
+        return result.view(_array_type(fmt))
+    return result
+
+
+# ------------------------------------------------------------------ the tf stand-in
+
+
+class _TF:
+    """What generated elementwise code calls, for one format and point count."""
+
+    def __init__(self, fmt: Format, n: int):
+        self.fmt, self.n = fmt, n
+        f = self._unary
+        math_ns = {
+            "exp": f(np.exp), "log": f(np.log), "log1p": f(np.log1p),
+            "expm1": f(np.expm1), "sqrt": f(np.sqrt),
+            "rsqrt": lambda x: 1.0 / np.sqrt(self._t(x)),
+            "square": lambda x: self._t(x) * self._t(x),
+            "reciprocal": lambda x: 1.0 / self._t(x),
+            "negative": lambda x: -self._t(x),
+            "sin": f(np.sin), "cos": f(np.cos), "tan": f(np.tan),
+            "asin": f(np.arcsin), "acos": f(np.arccos), "atan": f(np.arctan),
+            "sinh": f(np.sinh), "cosh": f(np.cosh), "tanh": f(np.tanh),
+            "asinh": f(np.arcsinh), "acosh": f(np.arccosh), "atanh": f(np.arctanh),
+            "abs": f(np.abs), "sign": f(np.sign), "floor": f(np.floor), "ceil": f(np.ceil),
+            "conj": lambda x: self._t(x),
+            "erf": self._once(_erf), "erfc": self._once(_erfc),
+            "sigmoid": self._once(_sigmoid), "softplus": self._once(_softplus),
+            "log_sigmoid": self._once(lambda x: -_softplus(-x)),
+            "atan2": lambda y, x: np.arctan2(self._t(y), self._t(x)),
+            "pow": self._pow,
+            "xlogy": self._xlogy, "xdivy": self._xdivy, "xlog1py": self._xlog1py,
+            "maximum": lambda a, b: np.maximum(self._t(a), self._t(b)),
+            "minimum": lambda a, b: np.minimum(self._t(a), self._t(b)),
+            "equal": lambda a, b: np.equal(self._t(a), self._t(b)).view(np.ndarray),
+            "not_equal": lambda a, b: np.not_equal(self._t(a), self._t(b)).view(np.ndarray),
+            "greater": lambda a, b: np.greater(self._t(a), self._t(b)).view(np.ndarray),
+            "less": lambda a, b: np.less(self._t(a), self._t(b)).view(np.ndarray),
+            "logical_and": lambda a, b: np.logical_and(a, b),
+            "logical_or": lambda a, b: np.logical_or(a, b),
+            "logical_not": lambda a: np.logical_not(a),
+            "is_finite": lambda x: np.isfinite(np.asarray(x)),
+            "is_nan": lambda x: np.isnan(np.asarray(x)),
+            "is_inf": lambda x: np.isinf(np.asarray(x)),
+        }
+        self.math = SimpleNamespace(**math_ns)
+        self.newaxis = None
+        for name in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool"):
+            setattr(self, name, name)
+
+    # values
+
+    def _t(self, x):
+        """``x`` as an array of this format (numbers and bool arrays converted)."""
+        if isinstance(x, _Array):
+            return x
+        a = np.asarray(x)
+        if a.dtype.kind == "b":
+            a = a.astype(np.float64)
+        return _result(self.fmt, self.fmt.round(a.astype(np.float64)))
+
+    def _unary(self, function):
+        return lambda x: function(self._t(x))
+
+    def _once(self, function):
+        """A kernel computed in float64 and rounded once to the dtype."""
+        def apply(x):
+            with np.errstate(all="ignore"):
+                value = function(np.asarray(self._t(x), dtype=np.float64))
+            return _result(self.fmt, value)
+        return apply
+
+    def _pow(self, x, y):
+        x, y = self._t(x), self._t(y)
+        if self.fmt.name in ("float16", "bfloat16"):  # computed in float32, rounded once
+            with np.errstate(all="ignore"):
+                value = np.power(np.asarray(x, np.float32), np.asarray(y, np.float32))
+            return _result(self.fmt, value)
+        return np.power(x, y)
+
+    def _xlogy(self, x, y):
+        x, y = self._t(x), self._t(y)
+        return self.where(np.equal(x, 0).view(np.ndarray), 0.0 * x, x * np.log(y))
+
+    def _xlog1py(self, x, y):
+        x, y = self._t(x), self._t(y)
+        return self.where(np.equal(x, 0).view(np.ndarray), 0.0 * x, x * np.log1p(y))
+
+    def _xdivy(self, x, y):
+        x, y = self._t(x), self._t(y)
+        return self.where(np.equal(x, 0).view(np.ndarray), 0.0 * x, x / y)
+
+    # tf.*
+
+    def constant(self, value, dtype=None):
+        return self._t(np.float64(value))
+
+    def cast(self, x, dtype):
+        return self._t(np.asarray(x))
+
+    def where(self, cond, a, b):
+        cond = np.asarray(cond)
+        return _result(self.fmt, np.where(cond, np.asarray(self._t(a)),
+                                          np.asarray(self._t(b))))
+
+    def zeros_like(self, x):
+        return self._t(np.zeros(np.shape(x)))
+
+    def ones_like(self, x):
+        return self._t(np.ones(np.shape(x)))
+
+    def stop_gradient(self, x):
+        return x
+
+    def identity(self, x):
+        return x
+
+    # Unbroadcasting sums over broadcast axes; every input here has the points' shape,
+    # so there are none (see the module docstring).
+
+    def reduce_sum(self, x, axis=None, keepdims=False):
+        return self._point_shaped(x)
+
+    def shape(self, x):
+        return (self.n,)
+
+    def broadcast_dynamic_shape(self, a, b):
+        return (self.n,)
+
+    def broadcast_to(self, x, shape):
+        return self._point_shaped(x)
+
+    def _point_shaped(self, x):
+        t = self._t(x)
+        return np.broadcast_to(np.asarray(t), (self.n,)).view(type(t))
+
+
+def _unbroadcast_identity(tf_):
+    return lambda grad, like: tf_.broadcast_to(grad, None)
+
+
+_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
+_erfc_vec = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _erf(x):
+    return _erf_vec(x) if np.size(x) else x
+
+
+def _erfc(x):
+    return _erfc_vec(x) if np.size(x) else x
+
+
+def _sigmoid(x):
+    return np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+# ------------------------------------------------------------------ running
+
+
+@lru_cache(maxsize=64)
+def _helper_source(helpers: tuple) -> str:
+    from ...render import _environment
+
+    return _environment().get_template("helpers.py.j2").render(helpers=list(helpers))
+
+
+# The only builtins the printed code and helpers run with: no import, open, eval,
+# getattr... (defense in depth: the statements are printed by gradgen from the IR,
+# never from spec text, but the audit runs them at build time, on a spec from a pull
+# request; names outside this set are a MirrorError, and the op is reported not run).
+_BUILTINS = {
+    name: getattr(__builtins__, name) if hasattr(__builtins__, name) else __builtins__[name]
+    for name in (
+        "abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "isinstance",
+        "len", "list", "max", "min", "range", "reversed", "sorted", "str", "sum",
+        "tuple", "zip", "ValueError", "TypeError", "ArithmeticError",
+    )
+}
+
+
+class Program:
+    """An op's printed statements, compiled once, runnable in any format."""
+
+    def __init__(self, views):
+        module = views.module
+        self.params = [p.strip() for p in module["params"].split(",") if p.strip()]
+        self.upstreams = [u.strip() for u in module["upstreams"].split(",") if u.strip()]
+        self.grads = [g.strip() for g in module["grad_returns"].split(",")]
+        returns = module["returns"].strip("()")
+        self.outputs = [r.strip() for r in returns.split(",") if r.strip()]
+        self.helpers = tuple(views.helpers)
+        forward = "\n".join(s["code"] for s in module["forward"])
+        backward = "\n".join(s["code"] for s in module["recomputed"] + module["backward"])
+        self._forward = compile(forward or "pass", f"<{module['name']} forward>", "exec")
+        self._backward = compile(backward or "pass", f"<{module['name']} gradient>", "exec")
+
+    def run(self, fmt: Format, inputs: dict) -> tuple[list, list]:
+        """(outputs, gradients): ``outputs[k]`` is output k's values; ``gradients[k]``
+        maps each differentiable input to its gradient when output k's upstream is 1 and
+        the others' 0. Every array has the points' shape.
+
+        Raises:
+            MirrorError: the code calls something the mirror does not have.
+        """
+        n = len(next(iter(inputs.values())))
+        tf_ = _TF(fmt, n)
+        env: dict = {"__builtins__": _BUILTINS, "tf": tf_, "math": math}
+        try:
+            exec(_helper_source(self.helpers), env)  # noqa: S102 - gradgen's own template
+        except (SyntaxError, NameError, AttributeError, TypeError) as e:  # pragma: no cover
+            raise MirrorError(f"helpers: {type(e).__name__}: {e}") from None
+        env["tf"] = tf_
+        env["_unbroadcast"] = _unbroadcast_identity(tf_)
+        for name in self.params:
+            env[name] = tf_._t(inputs[name])
+        try:
+            exec(self._forward, env)  # noqa: S102 - printed by gradgen from the IR
+            outputs = [np.asarray(env[o], dtype=np.float64) for o in self.outputs]
+            gradients = []
+            for k in range(len(self.upstreams)):
+                local = dict(env)
+                for j, name in enumerate(self.upstreams):
+                    local[name] = tf_._t(np.full(n, 1.0 if j == k else 0.0))
+                exec(self._backward, local)  # noqa: S102
+                gradients.append({
+                    param: np.broadcast_to(np.asarray(local[g], dtype=np.float64), (n,))
+                    for param, g in zip(self.params, self.grads) if g != "None"
+                })
+        except (AttributeError, NameError, TypeError) as e:
+            raise MirrorError(f"{type(e).__name__}: {e}") from None
+        return outputs, gradients

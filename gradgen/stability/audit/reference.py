@@ -1,0 +1,328 @@
+"""The exact values the audit compares with: the op's expression *as written*, and its
+derivatives, evaluated with mpmath at rising precision.
+
+Consumes: an op's IR. Its ``reference`` statements hold the forward as the spec wrote it
+(no stable rewrites, no guards, no common subexpressions); :class:`Reference`
+substitutes them into one expression per output and differentiates each with SymPy.
+Guarantees: :meth:`Reference.evaluate` returns, per point, the exact value rounded to
+float64 and a class:
+
+* ``FINITE``: two working precisions agree at the format's resolution (to 2**-(p + 8)
+  relatively, or both below its smallest normal number, or both beyond its largest
+  finite number, then ``OVERFLOW``). The first precision is the largest binary exponent
+  among the inputs + 96 bits (at least 128), so that ``1 + x`` is exact for every input
+  ``x``; each next one is twice the last, up to :data:`MAX_PREC` bits.
+* ``OVERFLOW``: finite, but beyond the format's largest number: an inf is right there.
+* ``UNDEFINED``: outside the real domain (a complex or NaN value), no agreement by
+  :data:`MAX_PREC` bits, or 0/0 at the point with no common limit. Where the formula is
+  0/0 (``sin(x)/x`` at 0), the value is the limit when the expression evaluated a tiny
+  step away along a few directions (far below the format's resolution) agrees.
+
+Undefined points are left out of the audit: a NaN there is never reported. A partial
+derivative is undefined wherever its output is (outside the real domain of the forward
+as written, its derivative's formula may still be real: ``-exp(x)/(1 - exp(x))``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import sympy
+from sympy.codegen.cfunctions import expm1, log1p
+
+from ... import functions as fn
+from ... import ir
+from .formats import Format
+
+FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
+MAX_PREC = 1 << 14
+AGREE_BITS = 8  # two precisions agree to 2**-(precision + AGREE_BITS) relatively
+
+
+def _mp_logsumexp(*args):
+    m = max(args)
+    if mpmath.isinf(m):
+        return m
+    return m + mpmath.log(mpmath.fsum(mpmath.exp(a - m) for a in args))
+
+
+def _mp_xlogy(x, y):
+    return mpmath.mpf(0) if x == 0 else x * mpmath.log(y)
+
+
+def _mp_xlog1py(x, y):
+    return mpmath.mpf(0) if x == 0 else x * mpmath.log1p(y)
+
+
+def _mp_xdivy(x, y):
+    return mpmath.mpf(0) if x == 0 else x / y
+
+
+def _mp_heaviside(x, *rest):
+    return mpmath.mpf(1) if x > 0 else (mpmath.mpf(0) if x < 0 else mpmath.mpf(0.5))
+
+
+# How the functions SymPy's mpmath printer does not know evaluate (by printed name).
+_NAMESPACE = {
+    "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)),
+    "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
+    "logsumexp": _mp_logsumexp,
+    "xlogy": _mp_xlogy,
+    "xdivy": _mp_xdivy,
+    "xlog1py": _mp_xlog1py,
+    "logcosh": lambda x: mpmath.log(mpmath.cosh(x)),
+    "Square": lambda x: x * x,
+    "Recip": lambda x: 1 / x,
+    "Max": max,
+    "Min": min,
+    "Heaviside": _mp_heaviside,
+    "log1p": mpmath.log1p,
+    "expm1": mpmath.expm1,
+    "Abs": mpmath.fabs,
+    "sign": mpmath.sign,
+    "floor": mpmath.floor,
+    "ceiling": mpmath.ceil,
+}
+# Functions the mpmath printer writes as mpmath calls of the same name, lowercased.
+_PRINTED = {"Piecewise", "atan2", "asin", "acos", "atan", "asinh", "acosh", "atanh"}
+
+
+def _evalf_function(cls):
+    """Fallback for a function the namespace lacks: SymPy's evalf at the working
+    precision (slow, but exact; every gradgen function evaluates through evalf)."""
+
+    def call(*args):
+        prec = mpmath.mp.prec
+        value = cls(*(sympy.Float(a, precision=prec) for a in args)).evalf(
+            n=int(prec / 3.32) + 5
+        )
+        if not value.is_real:
+            return mpmath.nan
+        return mpmath.mpf(value._to_mpmath(prec))
+
+    return call
+
+
+def _tree_size(expr, sizes: dict) -> int:
+    """Nodes of ``expr`` as a tree, a symbol named in ``sizes`` counting as its size."""
+    if isinstance(expr, sympy.Symbol):
+        return sizes.get(expr.name, 1)
+    return 1 + sum(_tree_size(a, sizes) for a in expr.args)
+
+
+def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
+    """Each output of the forward as written, in the input symbols."""
+    values: dict = {}
+    for stmt in op.reference:
+        if isinstance(stmt.value, ir.Call):  # only casts of integer inputs (elementwise)
+            (arg,) = stmt.value.args
+            value = arg
+        else:
+            value = stmt.value
+        value = value.xreplace({c: c.value for c in value.atoms(fn.Const)})
+        values[stmt.target] = value
+    # Tree sizes with earlier targets written out, bounded before anything is built:
+    # a chain of intermediates each used twice doubles at every step.
+    sizes: dict = {}
+    for target, value in values.items():
+        sizes[target] = _tree_size(value, sizes)
+        if sizes[target] > MAX_REFERENCE_SIZE:
+            raise NotImplementedError(
+                f"the expression as written has more than {MAX_REFERENCE_SIZE} nodes "
+                "when its intermediates are written out"
+            )
+    # earlier targets by name (their symbols may carry assumptions: real, nonnegative)
+    by_name: dict = {}
+    for target, value in values.items():
+        swap = {s: by_name[s.name] for s in value.free_symbols if s.name in by_name}
+        by_name[target] = value.xreplace(swap) if swap else value
+    out = []
+    for o in op.outputs:
+        if o.name in by_name:
+            out.append(by_name[o.name])
+        else:  # an output that is an input or a constant (not in the reference)
+            out.append(sympy.Symbol(o.name))
+    return out
+
+
+# Largest tree (intermediates substituted, shared parts counted each time) audited.
+MAX_REFERENCE_SIZE = 3000
+
+
+class Reference:
+    """The forward as written and its partial derivatives, ready to evaluate.
+
+    Attributes:
+        symbols: the input symbols, in input order.
+        targets: ``(output index, input name or None, expression)``: None is the output
+            itself; an input name, the output's partial derivative by that input.
+    """
+
+    def __init__(self, op: ir.OpIR):
+        self.symbols = [sympy.Symbol(i.name, real=True) for i in op.inputs]
+        by_name = {s.name: s for s in self.symbols}
+        differentiable = [i.name for i in op.inputs if i.grad]
+        self.targets = []
+        for k, expr in enumerate(_outputs(op)):
+            expr = sympy.sympify(expr)
+            # symbols equal by name: reference symbols may carry assumptions
+            expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols
+                                  if s.name in by_name})
+            self.targets.append((k, None, expr))
+            for name in differentiable:
+                self.targets.append((k, name, sympy.diff(expr, by_name[name])))
+        self._functions = [self._compile(e) for _, _, e in self.targets]
+        self._together = self._compile([e for _, _, e in self.targets], cse=True)
+
+    def _compile(self, expr, cse=False):
+        namespace = dict(_NAMESPACE)
+        for f in sympy.Tuple(*expr).atoms(sympy.Function) if cse else expr.atoms(sympy.Function):
+            name = type(f).__name__
+            if name not in namespace and isinstance(f, (fn.Guard,)):
+                continue
+            if isinstance(f, (log1p, expm1)):
+                continue
+            if name not in namespace and name not in _PRINTED and not hasattr(mpmath, name):
+                namespace[name] = _evalf_function(type(f))
+        return sympy.lambdify(self.symbols, expr, modules=[namespace, "mpmath"], cse=cse)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self, fmt: Format, points: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per target, (exact values as float64, classes) at every point."""
+        columns = [np.asarray(points[s.name], dtype=np.float64) for s in self.symbols]
+        n = len(columns[0]) if columns else 1
+        results = [(np.full(n, np.nan), np.zeros(n, dtype=np.int8)) for _ in self.targets]
+        for j in range(n):
+            point = [float(c[j]) for c in columns]
+            for t, (value, kind) in enumerate(self._exact(point, fmt)):
+                results[t][0][j] = value
+                results[t][1][j] = kind
+        # A derivative counts only where its output is a real number: outside the
+        # domain (log(1 - exp(x)) for x > 0) the derivative's formula may still be real.
+        forward = {k: results[t][1] for t, (k, name, _) in enumerate(self.targets)
+                   if name is None}
+        for t, (k, name, _) in enumerate(self.targets):
+            if name is not None:
+                undefined = forward[k] == UNDEFINED
+                results[t][1][undefined] = UNDEFINED
+                results[t][0][undefined] = np.nan
+        return results
+
+    def _values(self, point, prec) -> list:
+        """Every target at ``point`` with ``prec`` bits (see :func:`_call`): all at once
+        (their common subexpressions computed once), or one by one where that fails."""
+        together = _call(self._together, point, prec, many=True)
+        if together is not None:
+            return together
+        return [_call(f, point, prec) for f in self._functions]
+
+    def _exact(self, point, fmt: Format) -> list[tuple[float, int]]:
+        prec = _start_prec(point)
+        previous = self._values(point, prec)
+        out: list = [None] * len(self.targets)
+        for t, v in enumerate(previous):
+            if v is _DOMAIN:
+                out[t] = (math.nan, UNDEFINED)
+        while prec < MAX_PREC and any(o is None for o in out):
+            prec = min(prec * 2, MAX_PREC)
+            values = self._values(point, prec)
+            for t, value in enumerate(values):
+                if out[t] is not None:
+                    continue
+                if value is _DOMAIN:
+                    out[t] = (math.nan, UNDEFINED)
+                    continue
+                agree, kind = _classify(previous[t], value, fmt)
+                if agree:
+                    out[t] = (_limit(self._functions[t], point, fmt) if kind == UNDEFINED
+                              else (float(value), kind))
+            previous = values
+        return [o if o is not None else (math.nan, UNDEFINED) for o in out]
+
+
+def _start_prec(point) -> int:
+    exponent = max((abs(math.frexp(v)[1]) for v in point if v != 0), default=0)
+    return max(exponent + 96, 128)
+
+
+_DOMAIN = "domain"  # a complex value: the point is outside the real domain
+
+
+def _call(f, point, prec, many=False):
+    """The value at ``point`` with ``prec`` bits; None where it is 0/0 or NaN (a limit
+    may exist), :data:`_DOMAIN` where it is complex. With ``many``, ``f`` returns a
+    sequence: the list of those, or None if ``f`` raised."""
+    with mpmath.workprec(prec):
+        try:
+            value = f(*(mpmath.mpf(v) for v in point))
+        except (ZeroDivisionError, OverflowError):
+            return None
+        except (ValueError, TypeError):  # e.g. comparing a complex number in a condition
+            return None if many else _DOMAIN
+    if many:
+        return [_real(v) for v in value]
+    return _real(value)
+
+
+def _real(value):
+    if isinstance(value, (int, float)):
+        value = mpmath.mpf(value)
+    if isinstance(value, mpmath.mpc):
+        return _DOMAIN
+    if not isinstance(value, mpmath.mpf) or mpmath.isnan(value):
+        return None
+    return value
+
+
+def _classify(a, b, fmt: Format):
+    """(agree, kind) for two evaluations at different precisions."""
+    if a is None or b is None:
+        return (a is None and b is None), UNDEFINED
+    if mpmath.isinf(a) or mpmath.isinf(b):
+        return a == b, OVERFLOW
+    limit = fmt.largest * (1 + 2.0 ** -fmt.precision)
+    if abs(a) > limit and abs(b) > limit:
+        return (a > 0) == (b > 0), OVERFLOW
+    if abs(a) < fmt.tiny and abs(b) < fmt.tiny:
+        return True, FINITE
+    tolerance = mpmath.ldexp(max(abs(a), abs(b)), -(fmt.precision + AGREE_BITS))
+    return abs(a - b) <= tolerance, FINITE
+
+
+# Directions of approach for a 0/0 point: along all inputs, against, and mixed.
+_DIRECTIONS = ((1.0, 0.625, 0.375, 0.8125), (-1.0, -0.5625, -0.6875, -0.3125),
+               (0.75, -1.0, 0.5, -0.875))
+
+
+def _limit(f, point, fmt: Format) -> tuple[float, int]:
+    """The common value a tiny step away from ``point`` along each direction, if the
+    steps agree (a removable singularity such as sin(x)/x at 0); else UNDEFINED."""
+    step_bits = fmt.precision + 64
+    values = []
+    directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
+    for direction in directions:
+        moved = []
+        for i, v in enumerate(point):
+            scale = abs(v) if v != 0 else fmt.tiny
+            d = direction[i % len(direction)]
+            moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
+        prec = 2 * (_start_prec(point) + step_bits) + 128
+        with mpmath.workprec(prec):
+            try:
+                value = f(*moved)
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                return math.nan, UNDEFINED
+        if not isinstance(value, mpmath.mpf) or mpmath.isnan(value):
+            return math.nan, UNDEFINED
+        values.append(value)
+    kind = FINITE
+    for other in values[1:]:
+        agree, kind = _classify(values[0], other, fmt)
+        if not agree:
+            return math.nan, UNDEFINED
+    if kind == OVERFLOW:
+        return math.nan, UNDEFINED  # a pole: infinite, not a number to compare with
+    return float(values[0]), FINITE

@@ -1,0 +1,133 @@
+"""Sample points over a float format's whole range, as Herbie does, plus the edges.
+
+Consumes: an op's IR (its inputs, and the thresholds in its conditions), a
+:class:`~.formats.Format` and a seed. Guarantees: :func:`sample` returns, for each input,
+a float64 vector of values that are exactly representable in the format (never
+subnormal where the format flushes them), all vectors of one length:
+
+* **edge points** first: 0, ±1, ±2, ±0.5, ± the smallest normal number, ± the largest
+  finite number, and each threshold ``c`` that a condition of the forward as written or
+  of the generated code compares an input (or ``|input|``) with, together with its
+  neighbours one ulp below and above (the guard's switch point ±1 ulp); with several
+  inputs, each edge value is combined with the others' edge values along five shifted
+  diagonals (so ``(0, 0)``, ``(0, 1)``, ``(1, 0)``... occur), at most
+  :data:`MAX_EDGE_POINTS` rows;
+* then **random points** drawn as uniform ordinals: a uniform integer among the bit
+  patterns of the finite normal numbers of one sign, and a random sign, so every binade
+  (every exponent) is equally likely (Herbie's ``random-generate``); zero and subnormals
+  come only from the edges.
+
+Deterministic: the generator is seeded from a SHA-256 of the seed text, never from
+Python's ``hash``; integer inputs are drawn from small integers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import sympy
+
+from ... import functions as fn
+from ... import ir
+from .formats import Format
+
+RANDOM_POINTS = 128
+# float64's exponents reach ±1022: the exact values there need mpmath at 1000-2000 bits
+# (exp(1e300)...), about 20 times the cost of a float32 point, so fewer are drawn.
+RANDOM_POINTS_BY_DTYPE = {"float64": 32}
+MAX_EDGE_POINTS = 80
+BASE_EDGES = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
+
+
+def rng_for(seed_text: str) -> np.random.Generator:
+    digest = hashlib.sha256(seed_text.encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+def thresholds(op: ir.OpIR) -> list[float]:
+    """Numbers an input (or its absolute value) is compared with in a condition of the
+    forward as written or of the generated statements, sorted."""
+    names = {i.name for i in op.inputs}
+    found: set[float] = set()
+    for stmt in op.reference + op.forward + op.recomputed + op.backward:
+        for expr in ir.value_exprs(stmt.value):
+            if not isinstance(expr, sympy.Basic):
+                continue
+            for rel in expr.atoms(sympy.core.relational.Relational):
+                for side, other in ((rel.lhs, rel.rhs), (rel.rhs, rel.lhs)):
+                    if isinstance(side, sympy.Abs):
+                        side = side.args[0]
+                    value = _number(other)
+                    if isinstance(side, sympy.Symbol) and side.name in names and value is not None:
+                        found.update((value, -value))
+    return sorted(found)
+
+
+def _number(expr) -> float | None:
+    if isinstance(expr, fn.Const):
+        expr = expr.value
+    if isinstance(expr, sympy.Expr) and expr.is_number and expr.is_real:
+        value = float(expr)
+        return value if np.isfinite(value) else None
+    return None
+
+
+def edge_values(fmt: Format, cuts: list[float]) -> list[float]:
+    """The edge values of one input, rounded to ``fmt``, without duplicates."""
+    values = list(BASE_EDGES) + [fmt.tiny, -fmt.tiny, fmt.largest, -fmt.largest]
+    for c in cuts:
+        if abs(c) > fmt.largest:
+            continue
+        rounded = float(fmt.round([c])[0])
+        values.append(rounded)
+        values.extend(fmt.neighbours(rounded))
+    out: list[float] = []
+    for v in values:
+        v = float(fmt.round([v])[0])
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def random_values(fmt: Format, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` values uniform over the ordinals of the normal finite numbers, random sign."""
+    lo = int(fmt._magnitude_bits(np.asarray([fmt.tiny], dtype=fmt.storage))[0])
+    if not fmt.ftz:  # float16 keeps its subnormals: start at the smallest one
+        lo = 1
+    hi = int(fmt._magnitude_bits(np.asarray([fmt.largest], dtype=fmt.storage))[0])
+    bits = rng.integers(lo, hi, size=n, endpoint=True, dtype=np.int64)
+    values = fmt.from_magnitude_bits(bits).astype(np.float64)
+    signs = rng.integers(0, 2, size=n)
+    return np.where(signs == 1, -values, values)
+
+
+def sample(op: ir.OpIR, fmt: Format, seed_text: str,
+           random_points: int | None = None) -> dict[str, np.ndarray]:
+    """{input name: float64 values}, edge points first, then random points (by default
+    :data:`RANDOM_POINTS`, or the dtype's entry in :data:`RANDOM_POINTS_BY_DTYPE`)."""
+    if random_points is None:
+        random_points = RANDOM_POINTS_BY_DTYPE.get(fmt.name, RANDOM_POINTS)
+    rng = rng_for(seed_text)
+    edges = edge_values(fmt, thresholds(op))
+    names = [i.name for i in op.inputs]
+    integer = {i.name for i in op.inputs if i.is_integer}
+    k = len(names)
+    rows: list[tuple] = []
+    shifts = (0, 1, -1, 2, -2) if k > 1 else (0,)
+    for shift in shifts:
+        for j in range(len(edges)):
+            row = tuple(edges[(j + shift * i) % len(edges)] for i in range(k))
+            if row not in rows:
+                rows.append(row)
+    rows = rows[:MAX_EDGE_POINTS]
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    out = {}
+    for name in names:
+        if name in integer:
+            edge = [float(round(v)) if abs(v) < 2048 else 0.0 for v in columns[name]]
+            drawn = rng.integers(-2048, 2048, size=random_points, endpoint=True)
+            out[name] = np.concatenate([edge, drawn.astype(np.float64)])
+        else:
+            out[name] = np.concatenate([columns[name], random_values(fmt, rng, random_points)])
+    return out
