@@ -73,6 +73,67 @@ def _check_named_dims(op, uses):
             raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
 
 
+def _cofactor(a):
+    """The cofactor matrix det(a) * inverse(a)^T (the transposed adjugate, the gradient
+    of det) over the last two axes, finite where a is singular.
+
+    For a static size up to 3 it is the polynomial formula (a 2x2's [[d, -c], [-b, a]];
+    a 3x3's rows are cross products of the other rows), exact and differentiable to any
+    order. Otherwise: det(a) * inverse(a)^T where a is well conditioned (smallest
+    singular value above n * eps * largest), and where it is not, the adjugate from the
+    SVD a = u diag(s) v^H: adj(a) = det(u) conj(det(v)) v diag(prod_{j != i} s_j) u^H,
+    with each product of the other singular values taken without dividing (exclusive
+    cumulative products). Second derivatives there come from TensorFlow's SVD gradient.
+    """
+    n = a.shape[-1]
+    if n == 1:
+        return tf.ones_like(a)
+    if n == 2:
+        a00, a01 = a[..., 0, 0], a[..., 0, 1]
+        a10, a11 = a[..., 1, 0], a[..., 1, 1]
+        return tf.stack([tf.stack([a11, -a10], -1), tf.stack([-a01, a00], -1)], -2)
+    if n == 3:
+        rows = [a[..., i, :] for i in range(3)]
+
+        def cross(u, v):
+            return tf.stack(
+                [
+                    u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
+                    u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                    u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0],
+                ],
+                -1,
+            )
+
+        return tf.stack(
+            [cross(rows[1], rows[2]), cross(rows[2], rows[0]), cross(rows[0], rows[1])],
+            -2,
+        )
+    dtype = a.dtype
+    if dtype in (tf.float16, tf.bfloat16):
+        a = tf.cast(a, tf.float32)
+    s, u, v = tf.linalg.svd(a)
+    size = tf.shape(a)[-1]
+    eps = tf.constant(
+        {tf.float64: 2.0**-52, tf.complex128: 2.0**-52}.get(a.dtype, 2.0**-23), s.dtype
+    )
+    singular = s[..., -1] <= tf.cast(size, s.dtype) * eps * s[..., 0]
+    others = tf.math.cumprod(s, axis=-1, exclusive=True) * tf.math.cumprod(
+        s, axis=-1, exclusive=True, reverse=True
+    )
+    phase = tf.linalg.det(u) * tf.math.conj(tf.linalg.det(v))
+    adjugate = phase[..., tf.newaxis, tf.newaxis] * tf.linalg.matmul(
+        v * tf.cast(others, a.dtype)[..., tf.newaxis, :], u, adjoint_b=True
+    )
+    eye = tf.eye(size, dtype=a.dtype)
+    safe = tf.where(singular[..., tf.newaxis, tf.newaxis], eye, a)
+    regular = tf.linalg.det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
+    out = tf.linalg.matrix_transpose(
+        tf.where(singular[..., tf.newaxis, tf.newaxis], adjugate, regular)
+    )
+    return tf.cast(out, dtype)
+
+
 def _logabsdet(matrix):
     """log|det(matrix)| over the last two axes, as the sum of log|diag(R)| of a QR.
 
@@ -104,6 +165,9 @@ def sandwich(A, X, B):
         VJP of out w.r.t. B: transpose(product) @ upstream
         VJP of product w.r.t. A: grad_product @ transpose(X)
         VJP of product w.r.t. X: transpose(A) @ grad_product
+
+    Accuracy audit: not run (tensor operations (matmul): only elementwise ops are
+        audited).
 
     Args:
         A: float32 tensor of shape [batch, a, a].
@@ -170,6 +234,9 @@ def sandwich_any_batch(A, X, B):
         VJP of out w.r.t. B: transpose(product) @ upstream
         VJP of product w.r.t. A: grad_product @ transpose(X)
         VJP of product w.r.t. X: transpose(A) @ grad_product
+
+    Accuracy audit: not run (tensor operations (matmul): only elementwise ops are
+        audited).
 
     Args:
         A: float32 tensor of shape [None, a, a].
@@ -246,6 +313,9 @@ def quadratic_form(x, W):
         VJP of product w.r.t. transposed: transpose(x) @ grad_product
         VJP of transposed w.r.t. W: transpose(grad_transposed)
 
+    Accuracy audit: not run (tensor operations (matmul, reduce_sum, transpose): only
+        elementwise ops are audited).
+
     Args:
         x: float32 tensor of shape [batch, n].
         W: float32 tensor of shape [n, n].
@@ -307,6 +377,9 @@ def log_det(S):
     Vector-Jacobian products of the matrix operations:
         VJP of out w.r.t. S: upstream * transpose(inverse(S))
 
+    Accuracy audit: not run (tensor operations (logdet): only elementwise ops are
+        audited).
+
     Args:
         S: float32 tensor of shape [None, n, n].
 
@@ -348,6 +421,9 @@ def attention_scores(q, k, scale):
     Vector-Jacobian products of the matrix operations:
         VJP of contraction w.r.t. q: einsum('bqk,bkd->bqd', ...)
         VJP of contraction w.r.t. k: einsum('bqk,bqd->bkd', ...)
+
+    Accuracy audit: not run (tensor operations (einsum): only elementwise ops are
+        audited).
 
     Args:
         q: float32 tensor of shape [batch, tq, d].
@@ -413,6 +489,9 @@ def layer(x, w, bias):
         VJP of product w.r.t. x: grad_product @ transpose(w)
         VJP of product w.r.t. w: transpose(x) @ grad_product
 
+    Accuracy audit: not run (tensor operations (matmul, reduce_mean): only elementwise
+        ops are audited).
+
     Args:
         x: float32 tensor of shape [None, 4].
         w: float32 tensor of shape [4, 3].
@@ -476,9 +555,12 @@ def inverse_trace(M):
         out = det(M) + trace(inverse(M))
 
     Vector-Jacobian products of the matrix operations:
-        VJP of det w.r.t. M: det*upstream * transpose(inverse(M))
+        VJP of det w.r.t. M: upstream * cofactor(M)
         VJP of trace w.r.t. inv: upstream * I
         VJP of inv w.r.t. M: -transpose(inv) @ grad_inv @ transpose(inv)
+
+    Accuracy audit: not run (tensor operations (det, inverse, trace): only elementwise
+        ops are audited).
 
     Args:
         M: float32 tensor of shape [None, 3, 3].
@@ -512,11 +594,11 @@ def _inverse_trace_vjp(M):
     def grad(upstream):
         # VJP of trace (trace): upstream * I  (inverse_trace.output)
         grad_inv = upstream[..., tf.newaxis, tf.newaxis] * tf.eye(3, dtype=tf.float32)
-        # VJP of det (det): det*upstream * transpose(inverse(M))  (inverse_trace.output)
+        # VJP of det (det): upstream * cofactor(M)  (inverse_trace.output)
         # VJP of inv (inverse): -transpose(inv) @ grad_inv @ transpose(inv)
         #     (inverse_trace.output)
-        grad_M = (det * upstream)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(
-            M, adjoint=True
+        grad_M = upstream[..., tf.newaxis, tf.newaxis] * _cofactor(
+            M
         ) + tf.linalg.matmul(
             tf.linalg.matmul(-inv, grad_inv, transpose_a=True), inv, transpose_b=True
         )

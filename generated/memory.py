@@ -51,6 +51,24 @@ def _check_input(op, name, value, dtype, declared):
     return value
 
 
+def _hypot(*terms):
+    """sqrt(t1**2 + t2**2 + ...), elementwise with broadcasting, without overflow or
+    underflow of the squares: m * sqrt(sum((t / m)**2)) with m = max |t|, held constant
+    for autodiff (its derivative cancels exactly), so TensorFlow's gradient of this
+    function is t / hypot. 0 where every term is 0, inf where one is inf."""
+    m = tf.math.abs(terms[0])
+    for t in terms[1:]:
+        m = tf.math.maximum(m, tf.math.abs(t))
+    m = tf.stop_gradient(m)
+    special = tf.math.logical_or(tf.math.equal(m, 0.0), tf.math.is_inf(m))
+    scale = tf.where(special, tf.ones_like(m), m)
+    total = tf.math.square(terms[0] / scale)
+    for t in terms[1:]:
+        total = total + tf.math.square(t / scale)
+    root = scale * tf.math.sqrt(tf.where(special, tf.ones_like(total), total))
+    return tf.where(special, m, root)
+
+
 def _unbroadcast(grad, like):
     """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
 
@@ -73,7 +91,10 @@ def mish(x):
     Memory: the gradient recomputes forward values from the inputs.
 
     Stable forms and guards used:
-        softplus: log(1 + exp(u)) = softplus(u)
+        softplus: log(1 + exp(u)) = softplus(u) (also log1p(exp(u)), log(c + c*exp(u)))
+
+    Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
+        is; worst error at most 1 of 24 bits.
 
     Args:
         x: float32 tensor of shape [None].
@@ -133,6 +154,9 @@ def layer_norm(x):
         VJP of average w.r.t. (-mu + x)**2: grad_average broadcast, divided by the count
             over axes [1]
         VJP of mu w.r.t. x: grad_mu broadcast, divided by the count over axes [1]
+
+    Accuracy audit: not run (tensor operations (reduce_mean): only elementwise ops are
+        audited).
 
     Args:
         x: float32 tensor of shape [None, 16].
@@ -221,8 +245,8 @@ def polar(x, y):
         theta = atan2(y, x)
 
     Partial derivatives:
-        d(r)/d(x) = x/sqrt(r2)
-        d(r)/d(y) = y/sqrt(r2)
+        d(r)/d(x) = x/hypot(x, y)
+        d(r)/d(y) = y/hypot(x, y)
         d(theta)/d(x) = -y/r2
         d(theta)/d(y) = x/r2
 
@@ -230,8 +254,12 @@ def polar(x, y):
 
     Stable forms and guards used:
         double_where: Piecewise branches evaluated at safe inputs where not selected
+        hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
+            m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
-        sqrt_zero: d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)
+
+    Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
+        is; worst error all 24 significant bits lost.
 
     Args:
         x: float32 tensor of shape [None].
@@ -257,9 +285,8 @@ def _polar_vjp(x, y):
 
     Call `polar`, which checks the arguments first.
     """
-    r2 = x * x + y * y
     # polar.outputs.r
-    r = tf.math.sqrt(r2)
+    r = _hypot(x, y)
     # polar.outputs.theta
     theta = tf.math.atan2(y, x)
 
@@ -268,16 +295,19 @@ def _polar_vjp(x, y):
         # gradient, after the upstream gradient exists: nothing computed ahead of time
         # stays alive, and graph optimizers cannot merge these with the forward pass.
         with tf.control_dependencies([upstream_r, upstream_theta]):
+            r = _hypot(x, y)
+            r_nonzero = tf.math.not_equal(r, 0.0)
+            t = upstream_r * tf.where(r_nonzero, 1.0 / tf.where(r_nonzero, r, 1.0), 0.0)
             r2 = x * x + y * y
             r2_nonzero = tf.math.not_equal(r2, 0.0)
-            r2_safe = tf.where(r2_nonzero, r2, 1.0)
-            t = upstream_r * tf.where(r2_nonzero, tf.math.rsqrt(r2_safe), 0.0)
-            t_1 = upstream_theta * tf.where(r2_nonzero, 1.0 / r2_safe, 0.0)
-            # d(r)/d(x) = x/sqrt(r2)  (polar.outputs.r)
+            t_1 = upstream_theta * tf.where(
+                r2_nonzero, 1.0 / tf.where(r2_nonzero, r2, 1.0), 0.0
+            )
+            # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
             # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
             #   unbroadcast [None] from [None]: axes from run-time shapes
             grad_x = _unbroadcast(t * x - t_1 * y, x)
-            # d(r)/d(y) = y/sqrt(r2)  (polar.outputs.r)
+            # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
             # d(theta)/d(y) = x/r2  (polar.outputs.theta)
             #   unbroadcast [None] from [None]: axes from run-time shapes
             grad_y = _unbroadcast(t * y + t_1 * x, y)

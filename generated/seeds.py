@@ -51,6 +51,24 @@ def _check_input(op, name, value, dtype, declared):
     return value
 
 
+def _hypot(*terms):
+    """sqrt(t1**2 + t2**2 + ...), elementwise with broadcasting, without overflow or
+    underflow of the squares: m * sqrt(sum((t / m)**2)) with m = max |t|, held constant
+    for autodiff (its derivative cancels exactly), so TensorFlow's gradient of this
+    function is t / hypot. 0 where every term is 0, inf where one is inf."""
+    m = tf.math.abs(terms[0])
+    for t in terms[1:]:
+        m = tf.math.maximum(m, tf.math.abs(t))
+    m = tf.stop_gradient(m)
+    special = tf.math.logical_or(tf.math.equal(m, 0.0), tf.math.is_inf(m))
+    scale = tf.where(special, tf.ones_like(m), m)
+    total = tf.math.square(terms[0] / scale)
+    for t in terms[1:]:
+        total = total + tf.math.square(t / scale)
+    root = scale * tf.math.sqrt(tf.where(special, tf.ones_like(total), total))
+    return tf.where(special, m, root)
+
+
 def _unbroadcast(grad, like):
     """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
 
@@ -70,6 +88,9 @@ def bar(x, y):
     Partial derivatives:
         d(out)/d(x) = y
         d(out)/d(y) = x
+
+    Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
+        is; worst error at most 1 of 24 bits.
 
     Args:
         x: float32 tensor of shape [10, 1].
@@ -118,6 +139,9 @@ def matmul(a, b):
         VJP of out w.r.t. a: upstream @ transpose(b)
         VJP of out w.r.t. b: transpose(a) @ upstream
 
+    Accuracy audit: not run (tensor operations (matmul): only elementwise ops are
+        audited).
+
     Args:
         a: float32 tensor of shape [2, 2].
         b: float32 tensor of shape [2, 3].
@@ -163,7 +187,10 @@ def softplus_op(x):
         d(out)/d(x) = sigmoid(x)
 
     Stable forms and guards used:
-        softplus: log(1 + exp(u)) = softplus(u)
+        softplus: log(1 + exp(u)) = softplus(u) (also log1p(exp(u)), log(c + c*exp(u)))
+
+    Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
+        is; worst error at most 1 of 24 bits.
 
     Args:
         x: float32 tensor of shape [None].
@@ -205,15 +232,19 @@ def polar(x, y):
         theta = atan2(y, x)
 
     Partial derivatives:
-        d(r)/d(x) = x/sqrt(r2)
-        d(r)/d(y) = y/sqrt(r2)
+        d(r)/d(x) = x/hypot(x, y)
+        d(r)/d(y) = y/hypot(x, y)
         d(theta)/d(x) = -y/r2
         d(theta)/d(y) = x/r2
 
     Stable forms and guards used:
         double_where: Piecewise branches evaluated at safe inputs where not selected
+        hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
+            m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
-        sqrt_zero: d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)
+
+    Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
+        is; worst error all 24 significant bits lost.
 
     Args:
         x: float32 tensor of shape [None].
@@ -239,22 +270,24 @@ def _polar_vjp(x, y):
 
     Call `polar`, which checks the arguments first.
     """
-    r2 = x * x + y * y
     # polar.outputs.r
-    r = tf.math.sqrt(r2)
+    r = _hypot(x, y)
     # polar.outputs.theta
     theta = tf.math.atan2(y, x)
 
     def grad(upstream_r, upstream_theta):
+        r_nonzero = tf.math.not_equal(r, 0.0)
+        t = upstream_r * tf.where(r_nonzero, 1.0 / tf.where(r_nonzero, r, 1.0), 0.0)
+        r2 = x * x + y * y
         r2_nonzero = tf.math.not_equal(r2, 0.0)
-        r2_safe = tf.where(r2_nonzero, r2, 1.0)
-        t = upstream_r * tf.where(r2_nonzero, tf.math.rsqrt(r2_safe), 0.0)
-        t_1 = upstream_theta * tf.where(r2_nonzero, 1.0 / r2_safe, 0.0)
-        # d(r)/d(x) = x/sqrt(r2)  (polar.outputs.r)
+        t_1 = upstream_theta * tf.where(
+            r2_nonzero, 1.0 / tf.where(r2_nonzero, r2, 1.0), 0.0
+        )
+        # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(t * x - t_1 * y, x)
-        # d(r)/d(y) = y/sqrt(r2)  (polar.outputs.r)
+        # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(y) = x/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(t * y + t_1 * x, y)
@@ -273,6 +306,10 @@ def scaled_sum(a, b, scale):
     Partial derivatives:
         d(out)/d(a) = 2*scale*(a + b)
         d(out)/d(b) = 2*scale*(a + b)
+
+    Accuracy audit (float32, 183 points): the gradient is NaN or inf where the exact one
+        is finite (of a at 3 points, of b at 3 points); worst error all 24 significant
+        bits lost.
 
     Args:
         a: float32 tensor of shape [None, 3].
