@@ -99,10 +99,11 @@ def _lse_parts(x, axis):
     return m_safe, tf.math.log1p(rest), finite, m
 
 
-def _reduce_logsumexp(x, axis, keepdims=False, mean=False):
+def _reduce_logsumexp(x, axis, keepdims=False, count=0):
     """log(sum(exp(x), axis)) without overflow or underflow. -inf where every term is
-    -inf, inf or NaN where a term is. With mean=True, log(mean(exp(x), axis)) as
-    m + log1p(mean(expm1(x - m))): no cancellation where the result is near 0.
+    -inf, inf or NaN where a term is. With count (the number of terms reduced, known
+    from the declared shape), log(mean(exp(x), axis)) as m + log1p(mean(expm1(x - m))):
+    no cancellation where the result is near 0.
 
     Its gradient is the cotangent times softmax(x) (finite at ties), given
     explicitly: TensorFlow's autodiff of m + log1p(s) adds 1 and -1 + 1e-44 at the
@@ -112,8 +113,7 @@ def _reduce_logsumexp(x, axis, keepdims=False, mean=False):
     @tf.custom_gradient
     def logsumexp(x):
         m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
-        if mean:
-            count = tf.cast(tf.size(x) // tf.size(m), x.dtype)
+        if count:
             total = tf.reduce_sum(tf.math.expm1(x - m_safe), axis=axis, keepdims=True)
             log1p_rest = tf.math.log1p(total / count)
         out = tf.where(finite, m_safe + log1p_rest, m)
@@ -576,7 +576,7 @@ def _log_mean_exp_vjp(x):
     Call `log_mean_exp`, which checks the arguments first.
     """
     # log_mean_exp.output: logmeanexp(x, axis=[0])
-    out = _reduce_logsumexp(x, axis=[0], mean=True)
+    out = _reduce_logsumexp(x, axis=[0], count=3)
 
     def grad(upstream):
         # VJP of out (logsumexp): upstream * softmax(x, axis=[0])  (log_mean_exp.output)

@@ -75,6 +75,11 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
             TensorFlow ops (the message names the op and the function).
     """
     seconds = op_seconds()
+    # SymPy memoizes constructions and assumption queries process-wide; which equal
+    # form a later construction returns can depend on what was built before (a long
+    # test session, several specs in one build). Each op starts from an empty cache,
+    # so its output depends on its spec alone.
+    sympy.core.cache.clear_cache()
     try:
         with time_budget(seconds):
             program, used = stabilize_reductions(parse_op(doc, index))
@@ -504,8 +509,8 @@ class _Deriver:
         """The TensorFlow call that computes a node in the forward pass."""
         if node.op in ("sum", "mean", "max", "min", "logsumexp"):
             params = (("axis", node.param("axes")), ("keepdims", node.param("keepdims")))
-            if dict(node.params).get("mean"):
-                params += (("mean", True),)
+            if dict(node.params).get("count"):  # log-mean-exp over `count` terms
+                params += (("count", node.param("count")),)
             return ir.Call(f"reduce_{node.op}", args, params)
         if node.op in ("softmax", "log_softmax"):
             return ir.Call(node.op, args, (("axis", node.param("axes")),))
@@ -900,7 +905,7 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
         return f"log(det({args[0]}))"
     if node.op in ("sum", "mean", "max", "min", "logsumexp"):
         keep = ", keepdims=True" if node.param("keepdims") else ""
-        op = "logmeanexp" if dict(node.params).get("mean") else node.op
+        op = "logmeanexp" if dict(node.params).get("count") else node.op
         return f"{op}({args[0]}, axis={list(node.param('axes'))}{keep})"
     if node.op in ("softmax", "log_softmax"):
         return f"{node.op}({args[0]}, axis={list(node.param('axes'))})"

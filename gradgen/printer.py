@@ -518,7 +518,7 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         printer.helpers.add(helper)
         axis = list(value.param("axis"))
         keep = ", keepdims=True" if value.param("keepdims") else ""
-        keep += ", mean=True" if value.param("mean") else ""
+        keep += f", count={int(value.param('count'))}" if value.param("count") else ""
         return f"{helper}({', '.join(args)}, axis={axis}{keep})"
     if fn == "unbroadcast":
         return f"_unbroadcast({args[0]}, {args[1]})"

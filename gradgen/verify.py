@@ -262,9 +262,9 @@ def _lse_parts(x, axis):
 def _reduce_logsumexp(call, x):
     axis, keepdims = _axis_keep(call)
     m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
-    if call.param("mean"):
-        count = np.prod([x.shape[a] for a in axis])
-        log1p_rest = np.log1p(np.sum(np.expm1(x - m_safe), axis=axis, keepdims=True) / count)
+    if call.param("count"):
+        total = np.sum(np.expm1(x - m_safe), axis=axis, keepdims=True)
+        log1p_rest = np.log1p(total / call.param("count"))
     out = np.where(finite, m_safe + log1p_rest, m)
     return out if keepdims else np.squeeze(out, axis=axis)
 

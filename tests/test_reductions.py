@@ -317,3 +317,42 @@ def test_every_op_traces_in_a_graph(tf, modules, dtype):
     for op in OPS:
         signature = [tf.TensorSpec([None, 3], getattr(tf, dtype))]
         trace_in_a_graph(tf, lambda x, op=op: _call(tf, modules[dtype], op, x), signature)
+
+
+def test_two_naive_forms_in_one_op(build, tf):
+    """Each naive sum is rewritten, also when one op holds several (the second used to
+    be left dangling: a KeyError in verification, a NameError in the module)."""
+    module = build(
+        "version: 1\nmodule: two\ndtype: float64\nops:\n"
+        "  - name: f\n    inputs: {x: [3]}\n"
+        "    output: log(sum(exp(x))) + log(sum(exp(-x)))\n"
+        "  - name: h\n    inputs: {x: [null, 3], y: [null, 3]}\n"
+        "    where:\n"
+        "      p: exp(x) / sum(exp(x), axis=1, keepdims=True)\n"
+        "      q: exp(y) / sum(exp(y), axis=1, keepdims=True)\n"
+        "    outputs:\n      a: p * q\n"
+        "      b: x - log(sum(exp(x), axis=1, keepdims=True)) + y - log(sum(exp(y), axis=1, keepdims=True))\n",
+        audit=False,
+    )
+    x = tf.constant([1000.0, 999.0, -5.0], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = module.f(x)
+    lse = tf.reduce_logsumexp
+    np.testing.assert_allclose(out.numpy(), (lse(x) + lse(-x)).numpy(), rtol=1e-15)
+    want = tf.nn.softmax(x) - tf.nn.softmax(-x)
+    np.testing.assert_allclose(tape.gradient(out, x).numpy(), want.numpy(), atol=1e-15)
+    xs = tf.constant([[100.0, 0.0, -100.0]], tf.float64)
+    ys = tf.constant([[3.0, 3.0, 1.0]], tf.float64)
+    a, b = module.h(xs, ys)
+    np.testing.assert_allclose(a.numpy(), (tf.nn.softmax(xs) * tf.nn.softmax(ys)).numpy(),
+                               rtol=1e-13)
+    np.testing.assert_allclose(
+        b.numpy(), (tf.nn.log_softmax(xs) + tf.nn.log_softmax(ys)).numpy(), rtol=1e-14)
+
+
+def test_log_mean_exp_with_an_empty_batch(tf, modules):
+    """The count of a log-mean-exp is static: a batch of 0 rows works (it divided by
+    the size of the empty result)."""
+    out = modules["float32"].log_mean_exp(tf.zeros([3, 0]))
+    assert out.shape == (0,)

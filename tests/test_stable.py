@@ -44,6 +44,7 @@ EXAMPLES = {
     "log_softmax": (x - logsumexp(x, y), -softplus(y - x)),
     "xlogy": (2 * x * log(y), 2 * xlogy(x, y)),
     "xlog1py": ((1 - y) * log1p(-x), xlog1py(1 - y, -x)),
+    "sqrt_conjugate": (sympy.sqrt(x + 1) - sympy.sqrt(x), 1 / (sympy.sqrt(x) + sympy.sqrt(x + 1))),
     "power_product": (x**y * y / x, y * x ** (y - 1)),
     "expm1": (exp(x) - 1 + y, expm1(x) + y),
     # special functions, norms, data powers, filled-in singularities (test_rules_special.py)

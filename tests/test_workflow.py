@@ -173,10 +173,11 @@ def test_emitted_tests_pass(tmp_path):
     specs = [str(p.relative_to(tmp_path)) for p in sorted((tmp_path / "examples").glob("*.yaml"))]
     result = invoke(tmp_path, "build", *specs, "--emit-tests", "tests_out")
     assert result.exit_code == 0, result.stderr
-    assert sorted(p.name for p in (tmp_path / "tests_out").iterdir()) == [
-        "test_kinks_gradients.py", "test_matrix_gradients.py", "test_memory_gradients.py",
-        "test_seeds_gradients.py", "test_stability_gradients.py",
-    ]
+    modules = [yaml.safe_load((tmp_path / s).read_text())["module"] for s in specs]
+    assert len(modules) >= 7
+    assert sorted(p.name for p in (tmp_path / "tests_out").iterdir()) == sorted(
+        f"test_{m}_gradients.py" for m in modules
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests_out"],

@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import sympy
 
-from .families import erf, hyperbolic, logexp, logsumexp, norms, piecewise, powers, sigmoid, xlogy
+from .families import (
+    cancellation,
+    erf,
+    hyperbolic,
+    logexp,
+    logsumexp,
+    norms,
+    piecewise,
+    powers,
+    sigmoid,
+    xlogy,
+)
 from .rule import Rule
 
 _BY_NAME = {
     rule.name: rule
     for family in (
-        logexp, logsumexp, sigmoid, xlogy, powers, hyperbolic, erf, norms, piecewise
+        logexp, logsumexp, sigmoid, xlogy, powers, hyperbolic, erf, norms, piecewise,
+        cancellation,
     )
     for rule in family.RULES
 }
@@ -28,6 +40,7 @@ ORDER = (
     "erfc_reflection",
     "log_erfc",
     "hypot",
+    "sqrt_conjugate",  # after hypot: reads hypot(c, t) - c too
     "softplus",
     "log1mexp",  # before log1p, and reads log1p(-exp(u)) too: the stronger rule wins
     "logdiffexp",

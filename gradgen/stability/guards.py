@@ -217,11 +217,28 @@ def _taylor(expr, v, degree: int):
         poly = sympy.Poly(series, v)
         if any(c.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Order) for c in poly.coeffs()):
             return None
+        # coefficients must be finite for every value of the other inputs: the series
+        # of d**2*(sqrt(1 + r**2/d**2) - 1) in d has 1/|r| and 1/r**2 in its
+        # coefficients, so its polynomial would be inf/NaN at r = 0 (where the formula
+        # itself is fine)
+        if any(_singular_in_others(c) for c in poly.coeffs()):
+            return None
         # coefficients in other inputs may hold 1/Abs(r)... that Horner's own Poly
         # refuses as generators (pseudo-Huber d**2*(sqrt(1 + (r/d)**2) - 1))
         return sympy.horner(poly.as_expr(), wrt=v)
     except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError):
         return None
+
+
+def _singular_in_others(coefficient) -> bool:
+    """Whether a Taylor coefficient divides by (or takes a negative power of) something
+    that depends on another input."""
+    return any(
+        p.exp.is_negative and p.base.free_symbols for p in coefficient.atoms(sympy.Pow)
+    ) or any(
+        f.free_symbols and not f.is_polynomial(*f.free_symbols)
+        for f in coefficient.atoms(sympy.Abs)
+    )
 
 
 def _has_pole(expr, v) -> bool:

@@ -126,17 +126,19 @@ class _Rewriter:
         )
 
     def _replace_node(self, old: TensorNode, new: TensorNode) -> None:
-        self.nodes = [new if n is old else n for n in self.nodes]
+        self.nodes = [new if n.symbol == old.symbol else n for n in self.nodes]
 
     # --------------------------------------------------------------------- rules
 
+    def _current(self, symbol) -> TensorNode | None:
+        """The node of ``symbol`` as it is now (every rewrite replaces node objects)."""
+        return next((n for n in self.nodes if n.symbol == symbol), None)
+
     def run(self) -> tuple[Program, tuple[str, ...]]:
-        for node in list(self.nodes):
-            if node.op in ("sum", "mean"):
-                self._logsumexp(node)
-        for node in list(self.nodes):
-            if node.op == "logsumexp":
-                self._log_softmax(node)
+        for symbol in [n.symbol for n in self.nodes if n.op in ("sum", "mean")]:
+            self._logsumexp(self._current(symbol))
+        for symbol in [n.symbol for n in self.nodes if n.op == "logsumexp"]:
+            self._log_softmax(self._current(symbol))
         self._drop_unused()
         program = dataclasses.replace(
             self.p,
@@ -162,8 +164,12 @@ class _Rewriter:
             return
         # mean: log(mean(exp(u))) is computed as one node (m + log1p(mean(expm1(u - m))))
         # so that a result near 0 is not a cancellation of logsumexp(u) - log(n)
+        count = (
+            int(sympy.prod([node.arg_shapes[0][i] for i in node.param("axes")]))
+            if node.op == "mean" else 0
+        )
         params = (("axes", node.param("axes")), ("keepdims", node.param("keepdims")),
-                  ("mean", node.op == "mean"))
+                  ("count", count))
         lse = self._new_node(node, "logsumexp", u, node.shape, params, "lse")
         self._replace_node(node, lse)
         value = coeff * sympy.exp(lse.symbol)
@@ -180,10 +186,8 @@ class _Rewriter:
         axes, keepdims = node.param("axes"), node.param("keepdims")
         rank = len(node.arg_shapes[0])
         # u - log(mean(exp(u))) = log_softmax(u) + log(n)
-        offset = (
-            sympy.log(sympy.prod([node.arg_shapes[0][i] for i in axes]))
-            if dict(node.params).get("mean") else sympy.S.Zero
-        )
+        count = dict(node.params).get("count")
+        offset = sympy.log(count) if count else sympy.S.Zero
         if not (keepdims or tuple(axes) == tuple(range(len(axes)))) or rank == 0:
             return  # L does not broadcast back along the reduced axes
         u, lse = node.args[0], node.symbol

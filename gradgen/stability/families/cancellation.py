@@ -1,0 +1,76 @@
+r"""Differences of nearly equal square roots, rewritten without the cancellation.
+
+| rule | identity | domain | fails at (as written) | source |
+| --- | --- | --- | --- | --- |
+| `sqrt_conjugate` | k·√a − k·√b = k·(a − b) / (√a + √b) where a − b is a nonzero number; k·√a − k·c = k·(a − c²) / (√a + c) for c > 0 where c² cancels a term of a; hypot(c, t, ...) − c likewise | a, b ≥ 0 (the denominator is positive: a ≠ b, or c > 0) | √(x + 1) − √x is 0 for x > 1.7e7 in float32 (the value is 1.2e-4); √(1 + t) − 1 is 0 for \|t\| < 1.2e-7 (pseudo-Huber at r/d = 1e-18: 0 instead of 5e-37) | Herbie's `difference-of-sqrt` rewrites (src/core/rules.rkt, `flip--`); Hamming, "Numerical Methods for Scientists and Engineers", §3.1 |
+
+``sqrt_conjugate`` only fires where the rewritten denominator cannot be 0 (``a − b`` a
+nonzero number, or a positive constant ``c``), so no 0/0 appears where the difference
+is 0. Not done: differences whose conjugate would cancel in turn (``x + sqrt(x**2 +
+4)`` for x > 0 needs a branch on the sign of x, as Herbie's regimes choose).
+"""
+
+from __future__ import annotations
+
+import sympy
+from sympy import S
+
+from ...functions import hypot
+from ..rule import Rule
+
+
+def _root(rest):
+    """(radicand, root) if ``rest`` is ``sqrt(a)`` or ``hypot(t1, ...)`` (radicand
+    ``t1**2 + ...``), else None."""
+    if isinstance(rest, sympy.Pow) and rest.exp == S.Half:
+        return rest.base, rest
+    if isinstance(rest, hypot):
+        return sympy.Add(*(t**2 for t in rest.args)), rest
+    return None
+
+
+def _sqrt_conjugate(expr):
+    # k*sqrt(a) - k*sqrt(b) = k*(a - b) / (sqrt(a) + sqrt(b)); k*sqrt(a) - k*c likewise
+    if not isinstance(expr, sympy.Add):
+        return None
+    terms = list(expr.args)
+    for i, term in enumerate(terms):
+        k, rest = term.as_coeff_Mul()
+        found = _root(rest)
+        if found is None:
+            continue
+        a, root = found
+        for j, other in enumerate(terms):
+            if j == i:
+                continue
+            new = None
+            if other.is_number:
+                c = -other / k
+                if c.is_positive:
+                    diff = a - c**2
+                    # c**2 cancels a constant term of a (1 + t - 1 = t)
+                    if len(sympy.Add.make_args(diff)) < len(sympy.Add.make_args(a)):
+                        new = k * diff / (root + c)
+            else:
+                k2, rest2 = other.as_coeff_Mul()
+                found2 = _root(rest2)
+                if found2 is not None and (k + k2).is_zero:
+                    diff = a - found2[0]
+                    if diff.is_number and not diff.is_zero:
+                        new = k * diff / (root + found2[1])
+            if new is not None:
+                others = [t for n, t in enumerate(terms) if n not in (i, j)]
+                return sympy.Add(new, *others)
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "sqrt_conjugate",
+        "k*sqrt(a) - k*sqrt(b) = k*(a - b) / (sqrt(a) + sqrt(b)) where a - b is a "
+        "nonzero number; k*sqrt(a) - k*c = k*(a - c**2) / (sqrt(a) + c) for c > 0",
+        "the difference of nearly equal roots cancels: sqrt(x + 1) - sqrt(x) is 0 for "
+        "x > 1.7e7 in float32, sqrt(1 + t) - 1 is 0 for |t| < 1.2e-7",
+        _sqrt_conjugate,
+    ),
+)
