@@ -285,6 +285,22 @@ _NODE_NAMES = {
 NODE_OPS = tuple(_NODE_NAMES)
 
 
+def node_assumptions(op: str, arg, is_complex: bool) -> dict:
+    """SymPy assumptions for the symbol standing for a node's result: real for real
+    dtypes, >= 0 for a sum/mean/max/min of something >= 0 (so d/ds sqrt(s + eps) needs
+    no zero guard), > 0 for a softmax (so its log may split), <= 0 for a log-softmax."""
+    if is_complex:
+        return {}
+    assumptions = {"real": True}
+    if op in ("sum", "mean", "max", "min") and arg.is_nonnegative:
+        assumptions["nonnegative"] = True
+    if op == "softmax":
+        assumptions["positive"] = True
+    if op == "log_softmax":
+        assumptions["nonpositive"] = True
+    return assumptions
+
+
 def expanded_size(expr, limit: int = 10**9) -> int:
     """Size of ``expr`` as a tree (shared subexpressions counted each time they occur),
     computed on the DAG in linear time."""
@@ -785,14 +801,7 @@ class _Parser:
                 return Term(existing.symbol, existing.shape, frozenset([existing.symbol]))
         index = len(self.nodes)
         hint = self.name_hint if node is None or self._is_whole(node) else ""
-        assumptions = {} if self.is_complex else {"real": True}
-        if op in ("sum", "mean", "max", "min") and args[0].expr.is_nonnegative:
-            # a sum of squares stays >= 0, so d/ds sqrt(s + eps) needs no zero guard
-            assumptions["nonnegative"] = True
-        if not self.is_complex and op == "softmax":
-            assumptions["positive"] = True  # so log(softmax(x)) may split as a log
-        if not self.is_complex and op == "log_softmax":
-            assumptions["nonpositive"] = True
+        assumptions = node_assumptions(op, args[0].expr, self.is_complex)
         symbol = sympy.Symbol(f"_node{index}", **assumptions)
         self.nodes.append(
             TensorNode(

@@ -30,7 +30,7 @@ import dataclasses
 
 import sympy
 
-from ..expr import Program, TensorNode
+from ..expr import Program, TensorNode, node_assumptions
 from .. import shapes as sh
 
 RULES = {
@@ -106,11 +106,7 @@ class _Rewriter:
 
     def _new_node(self, like: TensorNode, op: str, arg, shape, params, hint) -> TensorNode:
         self.counter += 1
-        assumptions = {"real": True}
-        if op == "softmax":
-            assumptions["positive"] = True
-        elif op == "log_softmax":
-            assumptions["nonpositive"] = True
+        assumptions = node_assumptions(op, arg, is_complex=False)
         symbol = sympy.Symbol(f"_stable{self.counter}{like.symbol.name}", **assumptions)
         self.shape_of[symbol] = shape
         return TensorNode(
