@@ -231,12 +231,13 @@ def families(tf):
 # ------------------------------------------------------------------ the reference
 
 
-def raw_expressions():
-    """{op: (SymPy expression as written, input symbols)}, parsed by gradgen (no eval)."""
+def raw_expressions(spec=SPEC):
+    """{op: (SymPy expression as written, input symbols)} of a spec (default
+    examples/stability.yaml), parsed by gradgen (no eval)."""
     from gradgen.expr import parse_op
     from gradgen.spec import load_spec
 
-    doc = load_spec(SPEC)
+    doc = load_spec(spec)
     out = {}
     for i, op in enumerate(doc.model.ops):
         program = parse_op(doc, i)
@@ -480,14 +481,7 @@ def special_table(tf, module) -> str:
     op: the first points where float32 TF autodiff differs from the reference)."""
     from test_special_stability import CASES, _points, _reference
 
-    from gradgen.expr import parse_op
-    from gradgen.spec import load_spec
-
-    doc = load_spec(ROOT / "examples" / "special.yaml")
-    raw = {}
-    for i, op in enumerate(doc.model.ops):
-        program = parse_op(doc, i)
-        raw[op.name] = (program.outputs[0].term.expr, [v.symbol for v in program.inputs])
+    raw = raw_expressions(ROOT / "examples" / "special.yaml")
     rows = [
         "| op | expression | input | TF autodiff | gradgen | exact |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -19,11 +19,12 @@ from stability import (
     LARGEST,
     RTOL,
     SMALLEST_NORMAL,
+    raw_expressions,
     reference_gradient,
     rounded,
     trace_in_a_graph,
 )
-from test_stability import _check, _grads
+from test_stability import _check, _check_second_order, _grads
 
 SPEC = Path(__file__).resolve().parent.parent / "examples" / "special.yaml"
 
@@ -161,18 +162,7 @@ def modules(build):
 @pytest.fixture(scope="module")
 def raw():
     """{op: (expression as written, input symbols)}, parsed by gradgen."""
-    from gradgen.expr import parse_op
-    from gradgen.spec import load_spec
-
-    doc = load_spec(SPEC)
-    out = {}
-    for i, op in enumerate(doc.model.ops):
-        program = parse_op(doc, i)
-        out[op.name] = (
-            program.outputs[0].term.expr,
-            [v.symbol for v in program.inputs],
-        )
-    return out
+    return raw_expressions(SPEC)
 
 
 def _reference(raw, op):
@@ -234,19 +224,7 @@ def test_second_order_matches_reference_float64(tf, modules, raw, op):
     got = _grads(
         tf, getattr(modules["float64"], op), list(zip(*points)), "float64", order=2
     )
-    for i, point in enumerate(points):
-        if point in conventions:
-            assert all(not math.isnan(g[i]) for g in got), f"{op}{point}: NaN"
-            continue
-        want = reference_gradient(expr, symbols, point, order=2)
-        for k, w in enumerate(want):
-            g = got[k][i]
-            assert not math.isnan(g), f"{op}{point} d2/d{symbols[k]}2: NaN"
-            if math.isfinite(w) and abs(w) < 1e300:
-                assert math.isfinite(
-                    g
-                ), f"{op}{point} d2/d{symbols[k]}2: {g}, exact {w}"
-                assert abs(g - w) <= 1e-6 * abs(w) + 1e-12, f"{op}{point}: {g} vs {w}"
+    _check_second_order(got, points, conventions, expr, symbols, op)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
