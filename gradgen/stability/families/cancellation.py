@@ -1,8 +1,10 @@
-r"""Differences of nearly equal square roots, rewritten without the cancellation.
+r"""Differences of nearly equal square roots and of squares, rewritten without the
+cancellation.
 
 | rule | identity | domain | fails at (as written) | source |
 | --- | --- | --- | --- | --- |
 | `sqrt_conjugate` | k·√a − k·√b = k·(a − b) / (√a + √b) where a − b is a nonzero number; k·√a − k·c = k·(a − c²) / (√a + c) for c > 0 where c² cancels a term of a; hypot(c, t, ...) − c likewise | a, b ≥ 0 (the denominator is positive: a ≠ b, or c > 0) | √(x + 1) − √x is 0 for x > 1.7e7 in float32 (the value is 1.2e-4); √(1 + t) − 1 is 0 for \|t\| < 1.2e-7 (pseudo-Huber at r/d = 1e-18: 0 instead of 5e-37) | Herbie's `difference-of-sqrt` rewrites (src/core/rules.rkt, `flip--`); Hamming, "Numerical Methods for Scientists and Engineers", §3.1 |
+| `difference_of_squares` | c + k·u² = k·(u − s)·(u + s), s = √(−c/k) rational (1 − x² = (1 − x)·(1 + x)) | real u; c·k < 0 | 1 − x² for x near ±1 loses the digits of x² (asin, acos and atanh's derivatives in float32: 3e-6 relative at x = 0.999, all at 1 − 2⁻²⁴); each factor of the product is exact or within half an ulp | Goldberg, "What every computer scientist should know about floating-point arithmetic" (1991), §1.4 (x² − y² = (x − y)(x + y)); Herbie's `difference-of-squares` rule |
 
 ``sqrt_conjugate`` only fires where the rewritten denominator cannot be 0 (``a − b`` a
 nonzero number, or a positive constant ``c``), so no 0/0 appears where the difference
@@ -64,6 +66,26 @@ def _sqrt_conjugate(expr):
     return None
 
 
+def _difference_of_squares(expr):
+    # c + k*u**2 = k*(u - s)*(u + s) with s = sqrt(-c/k) rational: 1 - x**2 = (1 - x)*(1 + x)
+    if not isinstance(expr, sympy.Add) or len(expr.args) != 2:
+        return None
+    c, term = expr.as_coeff_Add()
+    k, rest = term.as_coeff_Mul()
+    if not (isinstance(rest, sympy.Pow) and rest.exp == 2) or c.is_zero is not False:
+        return None
+    ratio = -c / k
+    if not (ratio.is_Rational and ratio.is_positive):
+        return None
+    s = sympy.sqrt(ratio)
+    if not s.is_Rational:
+        return None
+    u = rest.base
+    if k == -1:  # 1 - u**2 reads (1 - u)*(1 + u), as written by hand
+        return (s - u) * (s + u)
+    return k * (u - s) * (u + s)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "sqrt_conjugate",
@@ -72,5 +94,12 @@ RULES: tuple[Rule, ...] = (
         "the difference of nearly equal roots cancels: sqrt(x + 1) - sqrt(x) is 0 for "
         "x > 1.7e7 in float32, sqrt(1 + t) - 1 is 0 for |t| < 1.2e-7",
         _sqrt_conjugate,
+    ),
+    Rule(
+        "difference_of_squares",
+        "c + k*u**2 = k*(u - s)*(u + s), s = sqrt(-c/k) rational (1 - x**2 = (1 - x)*(1 + x))",
+        "1 - x**2 near x = +-1 loses the digits of x**2: asin, acos and atanh's "
+        "derivatives lose 5 bits in float32 at x = 0.999",
+        _difference_of_squares,
     ),
 )

@@ -1,4 +1,10 @@
-"""Hyperbolic functions: log(cosh), sinh/cosh.
+r"""Hyperbolic functions: log(cosh), sinh/cosh, 1 - tanh².
+
+| rule | identity | domain | fails at (as written) | source |
+| --- | --- | --- | --- | --- |
+| `log_cosh` | log(cosh(u)) = logcosh(u) | real u | cosh overflows for \|u\| > 89 in float32 | PyTensor `softplus`-based logcosh; TF Keras `log_cosh` loss |
+| `tanh_ratio` | sinh(u) / cosh(u) = tanh(u) | real or complex u | two transcendentals where one suffices; cosh overflows first | identity |
+| `sech_squared` | c − c·tanh(u)² = c / cosh(u)² | real u | tanh's derivative 1 − tanh(u)² is 0 for \|u\| > 9 in float32 (tanh rounds to 1; the value is 4e^(−2\|u\|), normal to \|u\| = 44), so every bit is lost | DLMF 4.35.19 (sech² = 1 − tanh²); TF `TanhGrad` computes 1 − y² (math_grad.py) |
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
 rules in the order the engine tries them.
@@ -34,6 +40,25 @@ def _tanh_ratio(expr):
     return None
 
 
+def _sech_squared(expr):
+    # c - c*tanh(u)**2 = c / cosh(u)**2 (tanh's derivative): no cancellation where
+    # tanh(u) rounds to +-1, and 1/inf = 0 where cosh(u)**2 overflows (the value is
+    # below the smallest normal number there)
+    if not isinstance(expr, sympy.Add) or len(expr.args) != 2:
+        return None
+    c, term = expr.as_coeff_Add()
+    k, rest = term.as_coeff_Mul()
+    if (
+        c.is_zero is False
+        and (c + k).is_zero
+        and isinstance(rest, sympy.Pow)
+        and rest.exp == 2
+        and isinstance(rest.base, sympy.tanh)
+    ):
+        return c * sympy.Pow(sympy.cosh(rest.base.args[0]), -2)
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "log_cosh",
@@ -48,5 +73,12 @@ RULES: tuple[Rule, ...] = (
         "two transcendentals and a division where one suffices; cosh overflows first",
         _tanh_ratio,
         complex_ok=True,
+    ),
+    Rule(
+        "sech_squared",
+        "c - c*tanh(u)**2 = c / cosh(u)**2",
+        "1 - tanh(u)**2 (tanh's derivative) is 0 for |u| > 9 in float32, where the value "
+        "is 4*exp(-2|u|): every bit lost",
+        _sech_squared,
     ),
 )
