@@ -25,6 +25,7 @@ from functools import reduce
 
 import numpy as np
 import sympy
+from sympy.printing.numpy import NumPyPrinter
 
 from . import functions as fn
 from . import ir
@@ -185,6 +186,27 @@ _REPLACE = {
 }
 
 
+# lambdify's own printer settings (sympy/utilities/lambdify.py)
+_LAMBDIFY_SETTINGS = {"fully_qualified_modules": False, "inline": True,
+                      "allow_unknown_functions": True, "user_functions": {}}
+
+
+class _BroadcastingPrinter(NumPyPrinter):
+    """NumPy code in which ``And``/``Or`` broadcast their operands, as TensorFlow's
+    ``logical_and`` does (NumPyPrinter's ``logical_and.reduce((a, b))`` first stacks
+    them into one array, which fails for a [2, 3] mask and a [1, 3] comparison)."""
+
+    def _logical(self, expr, name):
+        args = [self._print(a) for a in expr.args]
+        return reduce(lambda a, b: f"{name}({a}, {b})", args)
+
+    def _print_And(self, expr):
+        return self._logical(expr, "logical_and")
+
+    def _print_Or(self, expr):
+        return self._logical(expr, "logical_or")
+
+
 class _Evaluator:
     """Evaluates IR values with NumPy, given a {local name: array} environment."""
 
@@ -197,7 +219,10 @@ class _Evaluator:
             for cls, name in _REPLACE.items():
                 e = e.replace(cls, sympy.Function(name))
             symbols = sorted(e.free_symbols, key=lambda s: s.name)
-            f = sympy.lambdify(symbols, e, modules=[_NUMPY, "numpy"])
+            f = sympy.lambdify(
+                symbols, e, modules=[_NUMPY, "numpy"],
+                printer=_BroadcastingPrinter(_LAMBDIFY_SETTINGS),
+            )
             self._compiled[expr] = (f, [s.name for s in symbols])
         f, names = self._compiled[expr]
         return np.asarray(f(*(env[n] for n in names)))

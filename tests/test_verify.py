@@ -59,3 +59,23 @@ def test_an_op_finite_nowhere_is_not_checked():
         b"    output: log(-1 - x**2)\n", "s.yaml",
     )
     assert verify_op(derive_op(doc, 0)) is None
+
+
+def test_conditions_broadcast_like_tensorflow():
+    """And/Or of a [2, 3] mask and a [1, 3] comparison broadcast in the NumPy check, as
+    tf.math.logical_and does (SymPy's NumPy printer stacked them: a crash on
+    min(Piecewise(...), axis=0, keepdims=True)'s tie mask, found by test_fuzz_values)."""
+    import numpy as np
+    import sympy
+
+    from gradgen.verify import _Evaluator
+
+    mask, smallest, x = sympy.symbols("mask smallest x", real=True)
+    cond = sympy.Or(sympy.And(mask, sympy.Eq(smallest, sympy.pi)),
+                    sympy.And(sympy.Not(mask), sympy.Eq(smallest, x)))
+    expr = sympy.Piecewise((1, cond), (0, True)) / 2
+    env = {"mask": np.array([[True, False, True], [False, True, False]]),
+           "smallest": np.array([[np.pi, 1.0, 2.0]]),
+           "x": np.array([[0.0, 1.0, 5.0], [3.0, 4.0, 2.0]])}
+    got = _Evaluator().expr(expr, env)
+    assert got.tolist() == [[0.5, 0.5, 0.0], [0.0, 0.0, 0.5]]
