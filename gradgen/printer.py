@@ -477,6 +477,8 @@ HELPER_DEPENDENCIES = {
     "_reduce_logsumexp": ("_lse_parts", "_softmax"),
     "_log_softmax": ("_lse_parts", "_log_softmax_grad"),
     "_softmax": ("_softmax_grad",),
+    "_complex_det": ("_cofactor",),
+    "_cofactor": ("_complex_det",),  # its general branch computes det(a) * inverse(a)
 }
 
 
@@ -539,6 +541,9 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         adjoint = ", adjoint=True" if value.param("adjoint") else ""
         return f"tf.linalg.inv({args[0]}{adjoint})"
     if fn == "det":
+        if printer.dtype.startswith("complex"):  # TF's own det gradient lacks a conj
+            printer.helpers.add("_complex_det")
+            return f"_complex_det({args[0]})"
         return f"tf.linalg.det({args[0]})"
     if fn == "cofactor":
         printer.helpers.add("_cofactor")
