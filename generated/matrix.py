@@ -121,17 +121,36 @@ def _cofactor(a):
     others = tf.math.cumprod(s, axis=-1, exclusive=True) * tf.math.cumprod(
         s, axis=-1, exclusive=True, reverse=True
     )
-    phase = tf.linalg.det(u) * tf.math.conj(tf.linalg.det(v))
+    det = _complex_det if a.dtype.is_complex else tf.linalg.det
+    phase = det(u) * tf.math.conj(det(v))
     adjugate = phase[..., tf.newaxis, tf.newaxis] * tf.linalg.matmul(
         v * tf.cast(others, a.dtype)[..., tf.newaxis, :], u, adjoint_b=True
     )
     eye = tf.eye(size, dtype=a.dtype)
     safe = tf.where(singular[..., tf.newaxis, tf.newaxis], eye, a)
-    regular = tf.linalg.det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
+    regular = det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
     out = tf.linalg.matrix_transpose(
         tf.where(singular[..., tf.newaxis, tf.newaxis], adjugate, regular)
     )
     return tf.cast(out, dtype)
+
+
+def _complex_det(a):
+    """tf.linalg.det of complex matrices with the VJP upstream * conj(cofactor(a)).
+
+    TensorFlow's own gradient of det (linalg_grad.py, _MatrixDeterminantGrad) is
+    upstream * det * inverse(a)^H, which lacks the conjugate of det for complex a; ops
+    that reuse a det value in their VJP differentiate through it at second order.
+    """
+
+    @tf.custom_gradient
+    def det(a):
+        def grad(upstream):
+            return upstream[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(a))
+
+        return tf.linalg.det(a), grad
+
+    return det(a)
 
 
 def _logabsdet(matrix):
@@ -480,8 +499,11 @@ def layer(x, w, bias):
         average = mean(tanh((x @ w) + bias), axis=[1], keepdims=True)
 
     Partial derivatives:
-        d(h)/d(bias) = 1 - tanh((x @ w) + bias)**2
-        d(average operand)/d(bias) = 1 - tanh((x @ w) + bias)**2
+        d(h)/d(bias) = cosh((x @ w) + bias)**(-2)
+        d(average operand)/d(bias) = cosh((x @ w) + bias)**(-2)
+
+    Stable forms and guards used:
+        sech_squared: c - c*tanh(u)**2 = c / cosh(u)**2
 
     Vector-Jacobian products of the matrix operations:
         VJP of average w.r.t. tanh(bias + product): upstream_average broadcast, divided
@@ -520,8 +542,9 @@ def _layer_vjp(x, w, bias):
     """
     # layer.outputs.h: x @ w
     product = tf.linalg.matmul(x, w)
+    t = bias + product
     # layer.outputs.h
-    h = tf.math.tanh(bias + product)
+    h = tf.math.tanh(t)
     # layer.outputs.average: mean((tanh(bias + product)), axis=[1], keepdims=True)
     average = tf.reduce_mean(h, axis=[1], keepdims=True)
 
@@ -529,17 +552,17 @@ def _layer_vjp(x, w, bias):
         # VJP of average (mean): upstream_average broadcast, divided by the count over
         #     axes [1]  (layer.outputs.average)
         grad_average_arg = tf.broadcast_to(upstream_average / 3.0, tf.shape(h))
-        t = 1.0 - h * h
-        # d(h)/d(product) = 1 - tanh((x @ w) + bias)**2  (layer.outputs.h)
-        # d(average operand)/d(product) = 1 - tanh((x @ w) + bias)**2
+        t_1 = tf.math.square(1.0 / tf.math.cosh(t))
+        # d(h)/d(product) = cosh((x @ w) + bias)**(-2)  (layer.outputs.h)
+        # d(average operand)/d(product) = cosh((x @ w) + bias)**(-2)
         #     (layer.outputs.average)
-        grad_product = grad_average_arg * t + t * upstream_h
+        grad_product = grad_average_arg * t_1 + t_1 * upstream_h
         # VJP of product (matmul): grad_product @ transpose(w)  (layer.outputs.h)
         grad_x = tf.linalg.matmul(grad_product, w, transpose_b=True)
         # VJP of product (matmul): transpose(x) @ grad_product  (layer.outputs.h)
         grad_w = tf.linalg.matmul(x, grad_product, transpose_a=True)
-        # d(h)/d(bias) = 1 - tanh((x @ w) + bias)**2  (layer.outputs.h)
-        # d(average operand)/d(bias) = 1 - tanh((x @ w) + bias)**2
+        # d(h)/d(bias) = cosh((x @ w) + bias)**(-2)  (layer.outputs.h)
+        # d(average operand)/d(bias) = cosh((x @ w) + bias)**(-2)
         #     (layer.outputs.average)
         #   unbroadcast [3] from [None, 3]: sum leading axes [0] (rank extension)
         grad_bias = tf.reduce_sum(grad_product, axis=[0])

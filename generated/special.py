@@ -202,17 +202,36 @@ def _cofactor(a):
     others = tf.math.cumprod(s, axis=-1, exclusive=True) * tf.math.cumprod(
         s, axis=-1, exclusive=True, reverse=True
     )
-    phase = tf.linalg.det(u) * tf.math.conj(tf.linalg.det(v))
+    det = _complex_det if a.dtype.is_complex else tf.linalg.det
+    phase = det(u) * tf.math.conj(det(v))
     adjugate = phase[..., tf.newaxis, tf.newaxis] * tf.linalg.matmul(
         v * tf.cast(others, a.dtype)[..., tf.newaxis, :], u, adjoint_b=True
     )
     eye = tf.eye(size, dtype=a.dtype)
     safe = tf.where(singular[..., tf.newaxis, tf.newaxis], eye, a)
-    regular = tf.linalg.det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
+    regular = det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
     out = tf.linalg.matrix_transpose(
         tf.where(singular[..., tf.newaxis, tf.newaxis], adjugate, regular)
     )
     return tf.cast(out, dtype)
+
+
+def _complex_det(a):
+    """tf.linalg.det of complex matrices with the VJP upstream * conj(cofactor(a)).
+
+    TensorFlow's own gradient of det (linalg_grad.py, _MatrixDeterminantGrad) is
+    upstream * det * inverse(a)^H, which lacks the conjugate of det for complex a; ops
+    that reuse a det value in their VJP differentiate through it at second order.
+    """
+
+    @tf.custom_gradient
+    def det(a):
+        def grad(upstream):
+            return upstream[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(a))
+
+        return tf.linalg.det(a), grad
+
+    return det(a)
 
 
 def _unbroadcast(grad, like):

@@ -40,11 +40,13 @@ def directory() -> Path:
 
 
 def code_files() -> list[Path]:
-    """Every module of the package (subpackages included) and every template."""
+    """Every module of the package (subpackages included) and every file of the template
+    folder (subfolders included: the template loader reads any file there by name)."""
     from .render import templates_dir
 
     package = Path(__file__).resolve().parent
-    return sorted(package.rglob("*.py")) + sorted(templates_dir().glob("*.j2"))
+    templates = sorted(p for p in templates_dir().rglob("*") if p.is_file())
+    return sorted(package.rglob("*.py")) + templates
 
 
 @lru_cache(maxsize=1)

@@ -4,6 +4,7 @@ for changed ones, and corrupt entries ignored."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -65,15 +66,54 @@ def test_corrupt_entries_are_misses(cached, monkeypatch):
 
 
 def test_fingerprint_covers_subpackages_and_templates():
+    from gradgen.render import templates_dir
+
     names = {p.relative_to(p.parent.parent).as_posix() for p in cache.code_files()}
     assert "stability/engine.py" in names and "families/logexp.py" in names
-    assert "gradgen/derive.py" in names and any(n.endswith(".j2") for n in names)
+    assert "gradgen/derive.py" in names and "gradgen/cache.py" in names
+    templates = {f"templates/{p.name}" for p in templates_dir().glob("*.j2")}
+    assert templates and templates <= names  # every template, e.g. helpers.py.j2
 
 
-def test_keys_depend_on_gradgen_code():
-    assert cache.fingerprint() == cache.fingerprint()
-    assert cache.key("op", {"a": 1}) != cache.key("op", {"a": 2})
-    assert len(cache.fingerprint()) == 64
+@pytest.fixture
+def code_copy(tmp_path, monkeypatch):
+    """gradgen's code and templates copied to ``tmp_path``, with code_files() and
+    fingerprint() reading the copy (so a test may edit it)."""
+    import gradgen.render
+    from gradgen.render import templates_dir
+
+    package = tmp_path / "gradgen"
+    shutil.copytree(Path(cache.__file__).resolve().parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(templates_dir(), tmp_path / "templates")
+    monkeypatch.setattr(cache, "__file__", str(package / "cache.py"))
+    monkeypatch.setattr(gradgen.render, "templates_dir", lambda: tmp_path / "templates")
+    cache.fingerprint.cache_clear()
+    yield tmp_path
+    cache.fingerprint.cache_clear()  # the next caller hashes the real code again
+
+
+def test_keys_depend_on_gradgen_code(code_copy):
+    """Editing any one of gradgen's source files or templates (one byte appended) changes
+    the fingerprint and so every key; undoing the edit gives the old key back."""
+    files = cache.code_files()
+    assert all(code_copy in f.parents for f in files)
+    assert any(f.suffix == ".j2" for f in files) and any(f.name == "derive.py" for f in files)
+    original = cache.fingerprint()
+    original_key = cache.key("op", {"a": 1})
+    assert len(original) == 64 and original_key != cache.key("op", {"a": 2})
+    seen = {original}
+    for path in files:
+        text = path.read_bytes()
+        path.write_bytes(text + b"\n")
+        cache.fingerprint.cache_clear()
+        changed = cache.fingerprint()
+        assert changed not in seen, f"editing {path.name} leaves the cache key unchanged"
+        assert cache.key("op", {"a": 1}) != original_key
+        seen.add(changed)
+        path.write_bytes(text)
+    cache.fingerprint.cache_clear()
+    assert cache.fingerprint() == original and cache.key("op", {"a": 1}) == original_key
 
 
 def test_no_cache_flag_neither_reads_nor_writes(cached, monkeypatch):

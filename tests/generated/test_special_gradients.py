@@ -3,8 +3,11 @@
 """Gradient tests for the `special` module that gradgen generated.
 
 Each op's gradient is compared, at its declared shapes (unknown dims set to small
-sizes, 1 included), with TensorFlow's autodiff of the op's forward as written, and with
-`tf.test.compute_gradient` (float32, float64 and complex ops).
+sizes, 1 included), with TensorFlow's autodiff of the op's forward as written (where
+that is finite: autodiff of a naive form may be NaN where the op's gradient is not), and
+with `tf.test.compute_gradient`'s central differences of the op itself (float32, float64
+and complex ops). Inputs are drawn from WIDE, negatives included, where the forward as
+written is finite there, else from the range where gradgen verified the op.
 """
 
 import importlib.util
@@ -19,7 +22,8 @@ _SPEC = importlib.util.spec_from_file_location("gradgen_generated_special", _PAT
 ops = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(ops)
 
-# Relative tolerances of the autodiff and numerical comparisons, per dtype.
+# Tolerances of the autodiff and numerical comparisons, per dtype: relative, and
+# absolute for entries near 0 (inputs and values are of order 1).
 AUTODIFF_RTOL = {
     "float16": 2e-2,
     "bfloat16": 1e-1,
@@ -28,12 +32,39 @@ AUTODIFF_RTOL = {
     "complex64": 1e-4,
     "complex128": 1e-9,
 }
-NUMERICAL_RTOL = {
-    "float32": 5e-2,
-    "float64": 1e-5,
-    "complex64": 5e-2,
-    "complex128": 1e-5,
+AUTODIFF_ATOL = {
+    "float16": 1e-2,
+    "bfloat16": 5e-2,
+    "float32": 1e-5,
+    "float64": 1e-12,
+    "complex64": 1e-5,
+    "complex128": 1e-12,
 }
+# Central differences with step NUMERICAL_STEP: in float32 the rounding of f(x +- h)
+# over 2h dominates, in float64 the h**2 truncation term.
+NUMERICAL_STEP = {
+    "float32": 2**-10,
+    "float64": 2**-17,
+    "complex64": 2**-10,
+    "complex128": 2**-17,
+}
+NUMERICAL_RTOL = {
+    "float32": 2e-2,
+    "float64": 1e-6,
+    "complex64": 2e-2,
+    "complex128": 1e-6,
+}
+NUMERICAL_ATOL = {
+    "float32": 5e-3,
+    "float64": 1e-8,
+    "complex64": 5e-3,
+    "complex128": 1e-8,
+}
+# Inputs are drawn from WIDE first (negative branches); kinks of the expression language
+# sit at integers (floor, ceiling, sign, Abs, clips), so draws keep KINK_MARGIN away
+# from them and central differences do not straddle one.
+WIDE = (-2.0, 2.0)
+KINK_MARGIN = 0.01
 
 
 def _reference_one_minus_erf(u):
@@ -264,6 +295,8 @@ def _inputs(dtypes, shapes, low, high, solves, seed):
             out.append(tf.constant(rng.integers(1, 4, shape), dtype=dtype))
             continue
         values = rng.uniform(low, high, shape)
+        near = np.abs(values - np.round(values)) < KINK_MARGIN
+        values = np.where(near, values + 2 * KINK_MARGIN, values)
         if dtype.startswith("complex"):
             values = values + 0.3j * rng.uniform(-1, 1, shape)
         if solves and len(shape) >= 2 and shape[-1] == shape[-2]:
@@ -277,15 +310,18 @@ def _outputs(result):
 
 
 def _finite_inputs(name, dtypes, shapes, domain, solves, seed):
-    """Inputs drawn from `domain` where the forward as written is finite: an op whose
-    domain is only part of the range (log(exp(a) - exp(b)) needs a > b) is drawn again,
-    up to 32 times, and skipped when no draw is in its domain."""
-    for attempt in range(32):
-        inputs = _inputs(dtypes, shapes, *domain, solves, seed=seed + 1000 * attempt)
-        reference = _outputs(REFERENCES[name](*inputs))
-        if all(np.all(np.isfinite(r.numpy())) for r in reference):
-            return inputs
-    pytest.skip(f"no inputs drawn from {domain} where {name} is finite")
+    """Inputs where the forward as written is finite: drawn from WIDE (negatives
+    included) up to 8 times, then from `domain` (where gradgen verified the op) up to 32
+    times (log(exp(a) - exp(b)) needs a > b); the test is skipped when no draw is."""
+    for low, high, attempts in ((*WIDE, 8), (*domain, 32)):
+        for attempt in range(attempts):
+            inputs = _inputs(
+                dtypes, shapes, low, high, solves, seed=seed + 1000 * attempt
+            )
+            reference = _outputs(REFERENCES[name](*inputs))
+            if all(np.all(np.isfinite(r.numpy())) for r in reference):
+                return inputs
+    pytest.skip(f"no inputs drawn from {WIDE} or {domain} where {name} is finite")
 
 
 def _vjp(fn, inputs, upstreams, differentiable):
@@ -310,14 +346,19 @@ def test_matches_autodiff_of_the_forward(
     ]
     outputs, grads = _vjp(getattr(ops, name), inputs, upstreams, differentiable)
     _, expected = _vjp(REFERENCES[name], inputs, upstreams, differentiable)
-    rtol = AUTODIFF_RTOL[outputs[0].dtype.name]
+    dtype = outputs[0].dtype.name
+    rtol, atol = AUTODIFF_RTOL[dtype], AUTODIFF_ATOL[dtype]
     for got, want in zip(outputs, reference):
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=atol)
     watched = [x for x, d in zip(inputs, differentiable) if d]
     for x, got, want in zip(watched, grads, expected):
         assert got.shape == x.shape and got.dtype == x.dtype
-        want = tf.zeros_like(x) if want is None else want
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=rtol)
+        got, want = got.numpy(), (tf.zeros_like(x) if want is None else want).numpy()
+        assert np.all(
+            np.isfinite(got)
+        ), f"{name}: gradient not finite where the forward is"
+        finite = np.isfinite(want)  # autodiff of the naive form may be NaN
+        np.testing.assert_allclose(got[finite], want[finite], rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize(
@@ -329,7 +370,12 @@ def test_matches_numerical_gradient(
     float_dtypes = [d for d, on in zip(dtypes, differentiable) if on]
     if not float_dtypes or float_dtypes[0] not in NUMERICAL_RTOL:
         pytest.skip("numerical gradients are too coarse in 16-bit floats")
-    rtol = NUMERICAL_RTOL[float_dtypes[0]]
+    dtype = float_dtypes[0]
+    rtol, atol, step = (
+        NUMERICAL_RTOL[dtype],
+        NUMERICAL_ATOL[dtype],
+        NUMERICAL_STEP[dtype],
+    )
     inputs = _finite_inputs(name, dtypes, shapes, domain, solves, seed=2)
     n_outputs = len(_outputs(getattr(ops, name)(*inputs)))
     for k in range(n_outputs):
@@ -342,7 +388,9 @@ def test_matches_numerical_gradient(
                 args[i] = x
                 return _outputs(getattr(ops, name)(*args))[k]
 
-            theoretical, numerical = tf.test.compute_gradient(single, [inputs[i]])
+            theoretical, numerical = tf.test.compute_gradient(
+                single, [inputs[i]], delta=step
+            )
             np.testing.assert_allclose(
-                theoretical[0], numerical[0], rtol=rtol, atol=rtol
+                theoretical[0], numerical[0], rtol=rtol, atol=atol
             )
