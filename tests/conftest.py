@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,10 +17,30 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 GENERATED = ROOT / "generated"
+# In this process too, the checkout's gradgen (not an installed copy) is the one tested.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests exercise the uncached path (tests of the cache turn it on in a private folder).
 os.environ["GRADGEN_CACHE"] = "0"
+
+
+def checkout_env(env=None) -> dict:
+    """``env`` (default: this process's environment) with the repository root first on
+    PYTHONPATH, so that a child Python imports this checkout's gradgen (and its
+    templates), not an installed copy."""
+    env = dict(os.environ if env is None else env)
+    rest = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + rest if rest else "")
+    return env
+
+
+def run_python(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
+    """``python *args`` in a fresh process (this interpreter) that imports the checkout's
+    gradgen: every subprocess test goes through here. ``env`` and ``kwargs`` as for
+    subprocess.run."""
+    return subprocess.run([sys.executable, *args], env=checkout_env(env), **kwargs)
 
 
 @pytest.fixture(scope="session")

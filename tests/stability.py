@@ -13,6 +13,7 @@ the plain forward next to gradgen's gradient, at the points where they differ.
 
 from __future__ import annotations
 
+import ast
 import math
 import sys
 from dataclasses import dataclass, field
@@ -34,7 +35,13 @@ SMALLEST_NORMAL = {
     "float32": 1.1754943508222875e-38,
     "float64": 2.2250738585072014e-308,
 }
-LARGEST = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028e38, "float64": 1.79e308}
+# the largest finite value of each dtype
+LARGEST = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+    "float64": 1.7976931348623157e308,
+}
 
 SIGMOID_POINTS = [-1e4, -100.0, -20.0, -1.0, -1e-3, 0.0, 1e-30, 1e-3, 1.0, 12.0, 20.0, 100.0, 1e4]
 LOG1MEXP_POINTS = [
@@ -231,18 +238,59 @@ def families(tf):
 # ------------------------------------------------------------------ the reference
 
 
+# The spec language's functions that SymPy spells differently, by their definitions.
+_SPEC_FUNCTIONS = {
+    "where": lambda c, a, b: sympy.Piecewise((a, c), (b, True)),
+    "log1p": lambda u: sympy.log(1 + u),
+    "expm1": lambda u: sympy.exp(u) - 1,
+    "sigmoid": lambda u: 1 / (1 + sympy.exp(-u)),
+    "det": sympy.Function("det"),  # matrix ops: only their names are used
+}
+
+
+class _Equalities(ast.NodeTransformer):
+    """``a == b`` and ``a != b`` as Eq(a, b) and Ne(a, b) (Python would compare the
+    SymPy trees and give a bool)."""
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            name = "Eq" if isinstance(node.ops[0], ast.Eq) else "Ne"
+            return ast.Call(ast.Name(name, ast.Load()), [node.left, node.comparators[0]], [])
+        return node
+
+
 def raw_expressions(spec=SPEC):
     """{op: (SymPy expression as written, input symbols)} of a spec (default
-    examples/stability.yaml), parsed by gradgen (no eval)."""
+    examples/stability.yaml).
+
+    Parsed here by SymPy's own parser (the examples are trusted text), not by gradgen:
+    the reference must not share a bug with what it checks. SymPy may simplify the
+    expression (log(exp(x)) is x for real x); its values and derivatives are the
+    same.
+    """
+    import yaml
+    from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+    out = {}
+    for op in yaml.safe_load(Path(spec).read_text())["ops"]:
+        symbols = [sympy.Symbol(name, real=True) for name in op["inputs"]]
+        names = {**{s.name: s for s in symbols}, **_SPEC_FUNCTIONS}
+        text = ast.unparse(_Equalities().visit(ast.parse(op["output"].strip(), mode="eval")))
+        expr = parse_expr(text, local_dict=names, transformations=standard_transformations)
+        out[op["name"]] = (expr, symbols)
+    return out
+
+
+def displayed_expressions(spec=SPEC):
+    """{op: the expression as the README's tables show it} (gradgen's parse, printed by
+    SymPy: display only, never a reference)."""
     from gradgen.expr import parse_op
     from gradgen.spec import load_spec
 
     doc = load_spec(spec)
-    out = {}
-    for i, op in enumerate(doc.model.ops):
-        program = parse_op(doc, i)
-        out[op.name] = (program.outputs[0].term.expr, [v.symbol for v in program.inputs])
-    return out
+    return {op.name: sympy.sstr(parse_op(doc, i).outputs[0].term.expr)
+            for i, op in enumerate(doc.model.ops)}
 
 
 def reference_gradient(expr, symbols, point, order=1):
@@ -296,7 +344,11 @@ def _limit(d, symbols, point, s):
     except (ValueError, NotImplementedError):
         return None  # one-sided limits differ: undefined
     if value == sympy.zoo:  # infinite with a sign that depends on the side: take the
-        value = sympy.limit(expr, s, target, "+")  # side inside log's and sqrt's domain
+        # side a signed zero is on (-1e-10 rounds to -0.0 in float16), else the + side
+        # (inside log's and sqrt's domain)
+        at = float([v for t, v in zip(symbols, point) if t == s][0])
+        below = at == 0 and math.copysign(1.0, at) < 0
+        value = sympy.limit(expr, s, target, "-" if below else "+")
     if value == sympy.oo:
         return math.inf
     if value == -sympy.oo:
@@ -430,6 +482,7 @@ def gradients(tf, fn, point, dtype):
 def table(tf, module) -> str:
     """Markdown rows: where float32 TF autodiff differs from the reference and gradgen."""
     raw = raw_expressions()
+    shown = displayed_expressions()
     rows = [
         "| op | expression | input | TF autodiff | gradgen | exact |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -444,7 +497,7 @@ def table(tf, module) -> str:
             if all(_close(t, e) or (math.isnan(e) and math.isnan(t)) for t, e in zip(theirs, exact)):
                 continue
             rows.append(
-                f"| `{family.op}` | `{sympy.sstr(expr)}` | {_fmt_point(point)} | "
+                f"| `{family.op}` | `{shown[family.op]}` | {_fmt_point(point)} | "
                 f"{_fmt(theirs)} | {_fmt(ours)} | {_fmt(exact)} |"
             )
     return "\n".join(rows)
@@ -482,6 +535,7 @@ def special_table(tf, module) -> str:
     from test_special_stability import CASES, _points, _reference
 
     raw = raw_expressions(ROOT / "examples" / "special.yaml")
+    displayed = displayed_expressions(ROOT / "examples" / "special.yaml")
     rows = [
         "| op | expression | input | TF autodiff | gradgen | exact |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -500,7 +554,7 @@ def special_table(tf, module) -> str:
             shown += 1
             ours = gradients(tf, getattr(module, op), point, "float32")
             rows.append(
-                f"| `{op}` | `{sympy.sstr(raw[op][0])}` | {_fmt_point(point)} | "
+                f"| `{op}` | `{displayed[op]}` | {_fmt_point(point)} | "
                 f"{_fmt(theirs)} | {_fmt(ours)} | {_fmt(exact)} |"
             )
     return "\n".join(rows)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import gradgen.stability as stable
+from conftest import run_python
 from gradgen.cli import main
 from gradgen.derive import derive_op
 from gradgen.emit import generate
@@ -343,8 +342,8 @@ def test_audit_is_the_same_under_any_hash_seed(tmp_path):
     runs = []
     for seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed, GRADGEN_CACHE="0")
-        result = subprocess.run([sys.executable, "-c", _DETERMINISM, str(spec)], env=env,
-                                capture_output=True, text=True, check=True, cwd=ROOT)
+        result = run_python("-c", _DETERMINISM, str(spec), env=env,
+                            capture_output=True, text=True, check=True, cwd=ROOT)
         runs.append(json.loads(result.stdout))
     assert runs[0] == runs[1]
     assert runs[0][0][0]["points"] > 100

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import black
 import pytest
 from click.testing import CliRunner
 
-from conftest import EXAMPLES, GENERATED, ROOT
+from conftest import EXAMPLES, GENERATED, ROOT, run_python
 from gradgen.cli import main
 from gradgen.formatter import MODE
-
-BAD = ROOT / "tests" / "specs" / "bad"
-REGEN = os.environ.get("GRADGEN_REGEN_GOLDEN") == "1"
+from regen_golden import bad_spec_result, bad_specs, golden_path
 
 
 def invoke(*args, cwd=None):
@@ -143,10 +139,8 @@ def test_header_names_version_relative_spec_and_hash():
 def test_output_is_identical_under_any_hash_seed(tmp_path, seed):
     env = dict(os.environ, PYTHONHASHSEED=seed)
     out = tmp_path / "generated"
-    subprocess.run(
-        [sys.executable, "-m", "gradgen", "build", str(EXAMPLES / "seeds.yaml"), "-o", str(out)],
-        check=True, env=env, capture_output=True,
-    )
+    run_python("-m", "gradgen", "build", str(EXAMPLES / "seeds.yaml"), "-o", str(out),
+               check=True, env=env, capture_output=True)
     # the relative spec path differs from the checked-in file; everything else must not
     got = (out / "seeds.py").read_text().splitlines()[1:]
     want = (GENERATED / "seeds.py").read_text().splitlines()[1:]
@@ -161,29 +155,32 @@ def test_cli_does_not_import_tensorflow(tmp_path):
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
         "sys.exit(code)" % (str(EXAMPLES / "seeds.yaml"), str(GENERATED))
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = run_python("-c", code, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
+def test_subprocesses_import_this_checkout(tmp_path):
+    """run_python's child imports gradgen (and its templates) from this checkout, also
+    from another working folder, whatever is installed."""
+    code = "import gradgen.render as r; print(r.__file__); print(r.templates_dir())"
+    result = run_python("-c", code, cwd=tmp_path, capture_output=True, text=True, check=True)
+    module, templates = (Path(line).resolve() for line in result.stdout.split("\n")[:2])
+    assert module == ROOT / "gradgen" / "render.py"
+    assert (templates / "op.py.j2").read_bytes() == (ROOT / "templates" / "op.py.j2").read_bytes()
+
+
 def test_python_dash_m_and_help():
-    result = subprocess.run(
-        [sys.executable, "-m", "gradgen", "--help"], capture_output=True, text=True
-    )
+    result = run_python("-m", "gradgen", "--help", capture_output=True, text=True)
     assert result.returncode == 0 and "build" in result.stdout and "check" in result.stdout
 
 
-BAD_SPECS = sorted(p.name for p in BAD.glob("*.yaml"))
-
-
-@pytest.mark.parametrize("name", BAD_SPECS)
+@pytest.mark.parametrize("name", bad_specs())
 def test_bad_spec_golden_stderr(name, tmp_path):
-    """Each bad spec: exit 2, the golden stderr (file:line:col: error: ...), no output."""
-    result = invoke("build", name, "-o", str(tmp_path / "out"), cwd=BAD)
+    """Each bad spec: exit 2, the golden stderr (file:line:col: error: ...), no output.
+    The golden files are only read here; `python tests/regen_golden.py` rewrites them."""
+    result = bad_spec_result(name, tmp_path / "out")
     assert result.exit_code == 2
-    golden = BAD / (name[: -len(".yaml")] + ".stderr")
-    if REGEN:
-        golden.write_text(result.stderr)
-    assert result.stderr == golden.read_text()
+    assert result.stderr == golden_path(name).read_text()
     for line in result.stderr.splitlines()[:-1]:
         assert line.startswith(f"{name}:") and ": error: " in line
     assert not (tmp_path / "out").exists()

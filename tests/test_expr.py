@@ -87,67 +87,75 @@ def test_matmul_creates_a_node():
     assert p.outputs[0].term.expr == node.symbol + 1
 
 
-# A corpus of hostile expressions: every one must be refused without running anything.
+# A corpus of hostile expressions, each with the refusal it must get: every one is refused
+# by the allow-list (naming the construct) without running anything. SENTINEL is
+# replaced by a file in the test's own folder: where the first attack would write if
+# the text ever reached eval.
+UNKNOWN = "unknown function '{}' (allowed: "
 ATTACKS = [
-    "__import__('os').system('touch /tmp/gradgen-pwned')",
-    "x.__class__",
-    "x.__class__.__bases__[0].__subclasses__()",
-    "().__class__",
-    "exp.__globals__",
-    "(lambda: 1)()",
-    "[c for c in 'ab']",
-    "{k: 1 for k in 'ab'}",
-    "f'{x}'",
-    "eval('1')",
-    "exec('1')",
-    "open('/etc/passwd')",
-    "getattr(x, 'real')",
-    "globals()",
-    "x if x else y",
-    "(y := 2)",
-    "x[0]",
-    "x[:1]",
-    "*x",
-    "{'a': 1}",
-    "{1, 2}",
-    "x // y",
-    "x % y",
-    "x ^ y",
-    "x | y",
-    "~x",
-    "not x",
-    "'a' + 'b'",
-    "x is y",
-    "x in y",
-    "await x",
-    "sympify('x')",
-    "exp(x, y=1)",
-    "exp(*x)",
-    "10 ** 10 ** 10",
-    "2 ** 4000 * x",
-    "1e400 * x",
-    "x / 0",
-    "(" * 300 + "x" + ")" * 300,
-    "-" * 5000 + "x",
-    "+".join(["x"] * 5000),
-    "x\x00",
-    "import os",
-    "x; y",
+    ("__import__('os').system('touch SENTINEL')", "attribute access ('.') is not allowed"),
+    ("open('SENTINEL', 'w').write('x')", "attribute access ('.') is not allowed"),
+    ("open('SENTINEL', 'w')", UNKNOWN.format("open")),
+    ("x.__class__", "attribute access ('.') is not allowed"),
+    ("x.__class__.__bases__[0].__subclasses__()", "attribute access ('.') is not allowed"),
+    ("().__class__", "attribute access ('.') is not allowed"),
+    ("exp.__globals__", "attribute access ('.') is not allowed"),
+    ("(lambda: 1)()", "lambdas are not allowed"),
+    ("[c for c in 'ab']", "comprehensions are not allowed"),
+    ("{k: 1 for k in 'ab'}", "comprehensions are not allowed"),
+    ("f'{x}'", "f-strings are not allowed"),
+    ("eval('1')", UNKNOWN.format("eval")),
+    ("exec('1')", UNKNOWN.format("exec")),
+    ("open('/etc/passwd')", UNKNOWN.format("open")),
+    ("getattr(x, 'real')", UNKNOWN.format("getattr")),
+    ("globals()", UNKNOWN.format("globals")),
+    ("x if x else y", "'a if c else b' is not allowed; use where(c, a, b) or Piecewise"),
+    ("(y := 2)", "assignment expressions (':=') are not allowed"),
+    ("x[0]", "indexing ('[...]') is not allowed"),
+    ("x[:1]", "indexing ('[...]') is not allowed"),
+    ("*x", "invalid expression syntax"),
+    ("{'a': 1}", "dict literals are not allowed"),
+    ("{1, 2}", "set literals are not allowed"),
+    ("x // y", "operator '//' is not allowed"),
+    ("x % y", "operator '%' is not allowed"),
+    ("x ^ y", "operator '^' is not allowed"),
+    ("x | y", "operator '|' is not allowed"),
+    ("~x", "operator '~' is not allowed"),
+    ("not x", "expected a condition such as x > 0"),
+    ("'a' + 'b'", "strings are only allowed as einsum subscripts"),
+    ("x is y", "only < <= > >= == != comparisons are allowed"),
+    ("x in y", "only < <= > >= == != comparisons are allowed"),
+    ("await x", "'await' is not allowed"),
+    ("sympify('x')", UNKNOWN.format("sympify")),
+    ("exp(x, y=1)", "exp() takes no keyword arguments"),
+    ("exp(*x)", "'*' unpacking is not allowed"),
+    ("10 ** 10 ** 10", "constant power is too large to represent"),
+    ("2 ** 4000 * x", "constant power is too large to represent"),
+    ("1e400 * x", "literal is not finite (overflows float64)"),
+    ("x / 0", "expression is infinite or undefined (e.g. 1/0)"),
+    ("(" * 300 + "x" + ")" * 300, "too many nested parentheses"),
+    ("-" * 5000 + "x", "longer than 4000 characters"),
+    ("+".join(["x"] * 5000), "longer than 4000 characters"),
+    ("x\x00", "expressions are ASCII; found '\\x00' at character 2"),
+    ("import os", "invalid expression syntax"),
+    ("x; y", "invalid expression syntax"),
 ]
 
 
-@pytest.mark.parametrize("text", ATTACKS)
-def test_attacks_are_refused_without_running_anything(text, monkeypatch, tmp_path):
+@pytest.mark.parametrize("text, fragment", ATTACKS, ids=[str(i) for i in range(len(ATTACKS))])
+def test_attacks_are_refused_without_running_anything(text, fragment, monkeypatch, tmp_path):
     def forbidden(*args, **kwargs):
         raise AssertionError("spec text reached eval/exec/sympify")
 
+    sentinel = tmp_path / "gradgen-pwned"
+    monkeypatch.chdir(tmp_path)  # a relative path written by an attack lands here too
     monkeypatch.setattr(builtins, "eval", forbidden)
     monkeypatch.setattr(builtins, "exec", forbidden)
     monkeypatch.setattr(sympy, "sympify", forbidden)
     monkeypatch.setattr(sympy.parsing.sympy_parser, "parse_expr", forbidden)
-    message = refused(text)
-    assert message
-    assert not (tmp_path / "gradgen-pwned").exists()
+    message = refused(text.replace("SENTINEL", str(sentinel)))
+    assert fragment in message, (text[:60], message)
+    assert not sentinel.exists()
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ shape patterns, in eager, tf.function (static and None dims), XLA and TF1 graphs
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import yaml
@@ -171,6 +173,11 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
+# Per-dtype tolerance of a gradient of a few roundings (a few units in the last place;
+# float64 tight enough to catch a constant printed in float32 precision).
+DTYPE_RTOL = {"float16": 4e-3, "bfloat16": 3e-2, "float64": 1e-12}
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
 def test_dtypes_are_preserved(tf, build, dtype):
     module = build(_spec(dtype))
@@ -181,8 +188,51 @@ def test_dtypes_are_preserved(tf, build, dtype):
         y = module.where_and_piecewise(x)
     g = tape.gradient(y, x)
     assert y.dtype == x.dtype and g.dtype == x.dtype
+    # d/dx of where(x > 1, x**2, -x) + Piecewise((x**3, x < 0.8), (2*x, True)), by hand
     ref = np.where(values > 1, 2 * values, -1.0) + np.where(values < 0.8, 3 * values**2, 2.0)
-    np.testing.assert_allclose(g.numpy().astype(np.float64), ref, rtol=1e-2)
+    np.testing.assert_allclose(g.numpy().astype(np.float64), ref, rtol=DTYPE_RTOL[dtype])
+
+
+def _elementwise_reference(x, y):
+    """Forward and gradient of CASES["elementwise_functions"], written out by hand with
+    the math module (not from gradgen, not from TF)."""
+    two_over_sqrt_pi = 2 / math.sqrt(math.pi)
+    forward = (math.exp(x) * math.log(y) + math.sqrt(y) * math.tanh(x) + math.erf(x)
+               + math.atan(x * y) + math.asinh(y) + math.cos(x) / math.cosh(y)
+               + math.sin(y) ** 2 + math.erfc(x) + math.log1p(y) + math.expm1(x))
+    dx = (math.exp(x) * math.log(y) + math.sqrt(y) * (1 - math.tanh(x) ** 2)
+          + two_over_sqrt_pi * math.exp(-x * x) + y / (1 + (x * y) ** 2)
+          - math.sin(x) / math.cosh(y) - two_over_sqrt_pi * math.exp(-x * x) + math.exp(x))
+    dy = (math.exp(x) / y + math.tanh(x) / (2 * math.sqrt(y)) + x / (1 + (x * y) ** 2)
+          + 1 / math.sqrt(1 + y * y) - math.cos(x) * math.sinh(y) / math.cosh(y) ** 2
+          + 2 * math.sin(y) * math.cos(y) + 1 / (1 + y))
+    return forward, dx, dy
+
+
+def test_float64_values_and_gradients_match_hand_derived_formulas(tf, build):
+    """float64 ops against formulas written here, to 1e-10: a wrong constant, a function
+    printed as another, or a float32 intermediate fails."""
+    module = build(_spec("float64"))
+    # negative x too (the functions' domains allow it; y > 0 for log and sqrt)
+    xs = np.array([-1.7, -0.4, 0.3, 0.9, 1.6])
+    ys = np.array([0.2, 1.3, 0.7, 2.5, 0.45])
+    x, y = tf.constant(xs, tf.float64), tf.constant(ys, tf.float64)
+    x4, y4 = x[:4], y[:4]  # abs_and_sign is declared [4]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, y, x4, y4])
+        out = module.elementwise_functions(x, y)
+        kink = module.abs_and_sign(x4, y4)
+    gx, gy = tape.gradient(out, [x, y])
+    want = np.array([_elementwise_reference(a, b) for a, b in zip(xs, ys)])
+    np.testing.assert_allclose(out.numpy(), want[:, 0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), want[:, 1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gy.numpy(), want[:, 2], rtol=1e-10, atol=1e-12)
+    # Abs(x - 1) * y: d/dx = sign(x - 1) * y, d/dy = |x - 1| (no point at the kink x = 1)
+    kx, ky = tape.gradient(kink, [x4, y4])
+    xs, ys = xs[:4], ys[:4]
+    np.testing.assert_allclose(kink.numpy(), np.abs(xs - 1) * ys, rtol=1e-14)
+    np.testing.assert_allclose(kx.numpy(), np.sign(xs - 1) * ys, rtol=1e-14)
+    np.testing.assert_allclose(ky.numpy(), np.abs(xs - 1), rtol=1e-14)
 
 
 @pytest.mark.parametrize("name", ["elementwise_functions", "abs_and_sign"])
@@ -222,13 +272,53 @@ def test_keyword_and_mixed_calls_use_the_custom_gradient(tf, cases):
         np.testing.assert_allclose(gy, [6.0] * 4)
 
 
-def test_shape_and_dtype_checks(tf, cases):
-    with pytest.raises(ValueError, match=r"rank_extension_and_size1: input 'x' must have shape \[4, 1\], got \(4, 2\)"):
-        cases.rank_extension_and_size1(tf.ones([4, 2]), tf.ones([3, 4, 5]))
-    with pytest.raises(TypeError, match="input 'x' must have dtype float32, got float64"):
-        cases.output_is_an_input(tf.ones([3], tf.float64))
-    with pytest.raises(ValueError, match="dim 'batch' must have one size"):
+@pytest.mark.parametrize(
+    "op, args, error, message",
+    [
+        # larger and smaller than a declared dim, in either input
+        ("rank_extension_and_size1", ([4, 2], [3, 4, 5]), ValueError,
+         r"rank_extension_and_size1: input 'x' must have shape \[4, 1\], got \(4, 2\)"),
+        ("rank_extension_and_size1", ([3, 1], [3, 4, 5]), ValueError,
+         r"rank_extension_and_size1: input 'x' must have shape \[4, 1\], got \(3, 1\)"),
+        ("rank_extension_and_size1", ([4, 1], [3, 4, 4]), ValueError,
+         r"rank_extension_and_size1: input 'y' must have shape \[3, 4, 5\], got \(3, 4, 4\)"),
+        ("scalar_times_vector", ([], [2]), ValueError,
+         r"scalar_times_vector: input 'x' must have shape \[3\], got \(2,\)"),
+        # wrong rank: one dim too many, one too few, a scalar for a vector
+        ("rank_extension_and_size1", ([1, 4, 1], [3, 4, 5]), ValueError,
+         r"rank_extension_and_size1: input 'x' must have shape \[4, 1\], got \(1, 4, 1\)"),
+        ("rank_extension_and_size1", ([4, 1], [4, 5]), ValueError,
+         r"rank_extension_and_size1: input 'y' must have shape \[3, 4, 5\], got \(4, 5\)"),
+        ("scalar_times_vector", ([1], [3]), ValueError,
+         r"scalar_times_vector: input 'a' must have shape \[\], got \(1,\)"),
+        ("same_null_dim_static", ([5],), ValueError,
+         r"same_null_dim_static: input 'x' must have shape \[None, 2\], got \(5,\)"),
+        # wrong dtype, in the first and in a later input
+        ("output_is_an_input", ((3, "float64"),), TypeError,
+         "output_is_an_input: input 'x' must have dtype float32, got float64"),
+        ("null_against_known", ([4], (4, "float16")), TypeError,
+         "null_against_known: input 'y' must have dtype float32, got float16"),
+        ("scalar_times_vector", ((None, "int32"), [3]), TypeError,
+         "scalar_times_vector: input 'a' must have dtype float32, got int32"),
+    ],
+)
+def test_input_checks_name_op_input_and_expected_vs_got(tf, cases, op, args, error, message):
+    tensors = []
+    for arg in args:
+        if isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], str):
+            shape, dtype = arg
+            shape = [] if shape is None else [shape]
+            tensors.append(tf.ones(shape, getattr(tf, dtype)))
+        else:
+            tensors.append(tf.ones(arg))
+    with pytest.raises(error, match=message):
+        getattr(cases, op)(*tensors)
+
+
+def test_named_dims_must_agree(tf, cases):
+    with pytest.raises(ValueError, match="named_dims_static: .*dim 'batch' must have one size"):
         cases.named_dims_static(tf.ones([2, 1]), tf.ones([3, 5]))
+    assert cases.named_dims_static(tf.ones([3, 1]), tf.ones([3, 5])).shape == (3, 5)
 
 
 def test_second_order_in_tf1_graphs(tf, cases):

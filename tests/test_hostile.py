@@ -90,22 +90,30 @@ ATTACKS["merge_key"] = "version: 1\nmodule: m\nbase: &b {name: f}\nops:\n  - <<:
 ATTACKS["binary"] = "version: 1\nmodule: \xff\xfe\n"
 
 
-def test_the_corpus_is_big_enough():
-    assert len(ATTACKS) >= 30
+def _build_in(tmp_path, data: bytes):
+    """`gradgen build attack.yaml -o out` in ``tmp_path`` (the CLI, in this process)."""
+    (tmp_path / "attack.yaml").write_bytes(data)
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        return CliRunner().invoke(main, ["build", "attack.yaml", "-o", "out"])
+    finally:
+        os.chdir(old)
+
+
+def test_the_corpus_spec_without_an_attack_builds(tmp_path):
+    """The control for the attacks below: spec_with()'s spec as it is builds (exit 0,
+    output written), so each attack's refusal is due to what the attack changed."""
+    result = _build_in(tmp_path, spec_with().encode())
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert (tmp_path / "out" / "m.py").is_file()
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_attack_is_refused_with_exit_2(name, tmp_path):
-    spec = tmp_path / "attack.yaml"
     text = ATTACKS[name]
-    spec.write_bytes(text.encode("utf-8", errors="surrogateescape")
-                     if name != "binary" else text.encode("latin-1"))
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(main, ["build", "attack.yaml", "-o", "out"])
-    finally:
-        os.chdir(old)
+    result = _build_in(tmp_path, text.encode("utf-8", errors="surrogateescape")
+                       if name != "binary" else text.encode("latin-1"))
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert result.stderr.startswith("attack.yaml:") and ": error: " in result.stderr
     assert "Traceback" not in result.stderr

@@ -4,13 +4,11 @@ jacobians, variables and optimizers, Keras, SavedModel, and tf.distribute."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import GENERATED, ROOT, import_source
+from conftest import GENERATED, ROOT, import_source, run_python
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +34,14 @@ def test_one_trace_serves_every_batch_size(tf, mods):
         a = tf.ones([rows_a, 3])
         b = tf.fill([rows_b, 3], 2.0)
         out, (ga, gb) = step(a, b, tf.constant(0.5))
-        assert out.shape == (max(rows_a, rows_b) if 0 not in (rows_a, rows_b) else 0, 3)
+        rows = max(rows_a, rows_b) if 0 not in (rows_a, rows_b) else 0
+        assert out.shape == (rows, 3)
         assert ga.shape == a.shape and gb.shape == b.shape
-        # d/da of 0.5 * (a + b)**2 = (a + b) = 3, summed over b's rows when a is broadcast
-        if rows_a:
-            np.testing.assert_allclose(ga.numpy(), 3.0 * (rows_b if rows_a == 1 else 1))
+        np.testing.assert_allclose(out.numpy(), np.full((rows, 3), 0.5 * 3.0**2))
+        # d/da = d/db of 0.5 * (a + b)**2 = (a + b) = 3 per element, summed over the
+        # other input's rows for an input of one row that is broadcast (0 for 0 rows)
+        for g, own in ((ga, rows_a), (gb, rows_b)):
+            np.testing.assert_allclose(g.numpy(), np.full(g.shape, 3.0 * (rows if own == 1 else 1)))
     assert step.experimental_get_tracing_count() == 1
 
 
@@ -191,10 +192,8 @@ def test_mirrored_strategy_matches_a_single_device(tf):
     """Runs tests/distributed_step.py in a fresh process: logical devices must be
     configured before TensorFlow initializes."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "distributed_step.py")],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
+    run = run_python(str(ROOT / "tests" / "distributed_step.py"),
+                     capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "replicas: 2" in run.stdout and "match: True" in run.stdout
 
@@ -216,10 +215,8 @@ def test_recompute_lowers_peak_memory(tf):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
     def peak(method):
-        run = subprocess.run(
-            [sys.executable, "-m", "benchmarks.memory", "mish", method, "1000000"],
-            capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
-        )
+        run = run_python("-m", "benchmarks.memory", "mish", method, "1000000",
+                         capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
         assert run.returncode == 0, run.stderr[-3000:]
         return float(run.stdout.split()[-1])
 

@@ -35,6 +35,8 @@ EXAMPLES = {
     "log1p": (log(1 + x * y), log1p(x * y)),
     "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
     "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
+    "sech_squared": (3 - 3 * tanh(x) ** 2, 3 / cosh(x) ** 2),
+    "difference_of_squares": (1 - x**2, (1 - x) * (1 + x)),
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),
     "sigmoid_complement": (1 - sigmoid(x) + y, sigmoid(-x) + y),
@@ -106,11 +108,28 @@ def test_log_softmax_and_log_sigmoid_compose():
     assert rewritten == -softplus(x)
 
 
+# complex points, with imaginary parts past pi (log(exp(z)) != z there)
+COMPLEX_POINTS = [(0.3 + 0.4j, 0.7 - 0.2j), (-2.0 + 1.0j, 1.5 + 0.5j), (1.2 - 4.0j, -0.6 + 3.5j)]
+
+
 def test_complex_rules_are_holomorphic_and_supported():
-    names = {r.name for r in stable.COMPLEX_RULES}
-    assert names == {
-        "log1p", "sigmoid_pow", "sigmoid_mul", "expm1", "power_product", "tanh_ratio"
-    }
+    """Every rule a complex op may use keeps its example's value at complex points (the
+    identity holds off the real line) and rewrites to functions the complex derivation
+    accepts (derive.HOLOMORPHIC: holomorphic, with complex TensorFlow kernels)."""
+    from gradgen.derive import HOLOMORPHIC
+
+    assert stable.COMPLEX_RULES and set(stable.COMPLEX_RULES) <= set(stable.RULES)
+    for rule in stable.COMPLEX_RULES:
+        before, after = EXAMPLES[rule.name]
+        rewritten, used = stable.rewrite(before, (rule,))
+        assert rewritten == after and used == (rule.name,)
+        unsupported = [f for f in after.atoms(sympy.Function) if not isinstance(f, HOLOMORPHIC)]
+        assert not unsupported, (rule.name, unsupported)
+        for xv, yv in COMPLEX_POINTS:
+            subs = {x: sympy.Float(xv.real, 50) + sympy.I * sympy.Float(xv.imag, 50),
+                    y: sympy.Float(yv.real, 50) + sympy.I * sympy.Float(yv.imag, 50)}
+            a, b = complex(before.evalf(50, subs=subs)), complex(after.evalf(50, subs=subs))
+            assert abs(a - b) <= 1e-12 * max(1, abs(a)), (rule.name, xv, yv, a, b)
 
 
 def test_stable_functions_differentiate_to_stable_functions():

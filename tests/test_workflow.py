@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, run_python
 from gradgen.cli import main
 from gradgen.spec import json_schema
 
@@ -179,10 +178,8 @@ def test_emitted_tests_pass(tmp_path):
         f"test_{m}_gradients.py" for m in modules
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests_out"],
-        cwd=tmp_path, capture_output=True, text=True, env=env,
-    )
+    run = run_python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests_out",
+                     cwd=tmp_path, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout
 
@@ -198,10 +195,8 @@ def test_checked_in_emitted_tests_are_current():
      ["schema"]],
 )
 def test_start_up_never_imports_tensorflow(args):
-    run = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "gradgen", *args],
-        cwd=ROOT, capture_output=True, text=True,
-    )
+    run = run_python("-X", "importtime", "-m", "gradgen", *args,
+                     cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     imported = [line.split("|")[-1].strip() for line in run.stderr.splitlines()
                 if line.startswith("import time:")]

@@ -1,0 +1,63 @@
+"""Rewrite the golden error output of the bad specs (tests/specs/bad/*.stderr) from this
+checkout's gradgen: ``python tests/regen_golden.py``. Review the diff before committing.
+
+tests/test_cli.py only ever compares with these files, through the same
+:func:`bad_spec_result`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = ROOT / "tests" / "specs" / "bad"
+
+
+def bad_specs() -> list[str]:
+    return sorted(p.name for p in BAD.glob("*.yaml"))
+
+
+def golden_path(name: str) -> Path:
+    return BAD / (name[: -len(".yaml")] + ".stderr")
+
+
+def bad_spec_result(name: str, out: Path):
+    """`gradgen build NAME -o OUT` run in tests/specs/bad (click's test runner, in this
+    process): the result whose stderr is the golden text."""
+    from click.testing import CliRunner
+
+    from gradgen.cli import main
+
+    old = os.getcwd()
+    try:
+        os.chdir(BAD)
+        return CliRunner().invoke(main, ["build", name, "-o", str(out)],
+                                  catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))  # this checkout's gradgen, not an installed one
+    changed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in bad_specs():
+            result = bad_spec_result(name, Path(tmp) / "out")
+            if result.exit_code != 2:
+                print(f"{name}: exit {result.exit_code}, not 2; golden file left as it is",
+                      file=sys.stderr)
+                continue
+            golden = golden_path(name)
+            if not golden.exists() or golden.read_text() != result.stderr:
+                golden.write_text(result.stderr)
+                print(f"rewrote {golden.relative_to(ROOT)}")
+                changed += 1
+    print(f"{changed} golden file(s) rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
