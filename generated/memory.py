@@ -86,16 +86,20 @@ def mish(x):
         out = x*tanh(log(exp(x) + 1))
 
     Partial derivatives:
-        d(out)/d(x) = x*sigmoid(x)/cosh(softplus(x))**2 + tanh(softplus(x))
+        d(out)/d(x) = x*Piecewise(((1 - tanh(softplus(x)))*(tanh(softplus(x)) + 1),
+            softplus(x) < 1), (cosh(softplus(x))**(-2), True))*sigmoid(x) +
+            tanh(softplus(x))
 
     Memory: the gradient recomputes forward values from the inputs.
 
     Stable forms and guards used:
-        sech_squared: c - c*tanh(u)**2 = c / cosh(u)**2
+        double_where: Piecewise branches evaluated at safe inputs where not selected
+        sech_squared: c - c*tanh(u)**2 = c*(1 - tanh(u))*(1 + tanh(u)) for |u| < 1, c /
+            cosh(u)**2 beyond
         softplus: log(1 + exp(u)) = softplus(u) (also log1p(exp(u)), log(c + c*exp(u)))
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
-        is; worst error at most 4 of 24 bits.
+        is; worst error at most 1 of 24 bits.
 
     Args:
         x: float32 tensor of shape [None].
@@ -129,12 +133,21 @@ def _mish_vjp(x):
         with tf.control_dependencies([upstream]):
             softplus_x = tf.math.softplus(x)
             tanh_softplus_x = tf.math.tanh(softplus_x)
-            # d(out)/d(x) = x*sigmoid(x)/cosh(softplus(x))**2 + tanh(softplus(x))
-            #     (mish.output)
+            mask = softplus_x < 1.0
+            t = tf.math.tanh(tf.where(mask, softplus_x, 0.0))
+            # d(out)/d(x) = x*Piecewise(((1 - tanh(softplus(x)))*(tanh(softplus(x)) +
+            #     1), softplus(x) < 1), (cosh(softplus(x))**(-2), True))*sigmoid(x) +
+            #     tanh(softplus(x))  (mish.output)
             grad_x = upstream * (
                 tanh_softplus_x
                 + x
-                * tf.math.square(1.0 / tf.math.cosh(softplus_x))
+                * tf.where(
+                    mask,
+                    (1.0 - t) * (t + 1.0),
+                    tf.math.square(
+                        1.0 / tf.math.cosh(tf.where(softplus_x >= 1.0, softplus_x, 2.0))
+                    ),
+                )
                 * tf.math.sigmoid(x)
             )
         return grad_x

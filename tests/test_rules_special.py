@@ -274,7 +274,9 @@ def test_variant_fires_and_keeps_the_value(rule, text):
 
 @pytest.mark.parametrize("rule,text", _cases("near_miss"))
 def test_near_miss_does_not_fire(rule, text):
-    _, used = stable.rewrite(parse(text))
+    # the rule alone: other rules may make a near miss match after their own rewrite
+    # (1 - erf(u)**2 = (1 - erf(u))*(1 + erf(u)) by difference_of_squares, then erfc)
+    _, used = stable.rewrite(parse(text), (stable.RULES_BY_NAME[rule],))
     assert rule not in used, f"{text}: {rule} fired"
 
 
