@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -260,15 +261,35 @@ def drop_conjugate(source, op):
     return _substitute(source, op, r"tf\.math\.conj\((_cofactor\(\w+\))\)", r"\g<1>")
 
 
+SPECS = {"seeds": "seeds.yaml", "complex_ops": "complex.yaml"}
+
+
+@functools.lru_cache(maxsize=None)
+def _fresh(module: str) -> tuple[str, str]:
+    """(module source, emitted tests source) rendered now from the current templates (not
+    the checked-in copies, so a change to the test template is tested by behaviour)."""
+    from gradgen.emit import generate_all, generate_tests
+
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        generated = generate_all([f"examples/{SPECS[module]}"], "generated", audit=False)
+        tests = generate_tests(generated, "tests/generated", "generated")
+    finally:
+        os.chdir(cwd)
+    ((_, test_text),) = tests.items()
+    return generated[0].text, test_text
+
+
 def _emitted(tmp_path, module: str, source: str, tag: str):
-    """The checked-in emitted tests of `module`, importing `source` as the module (laid
-    out as in the repository, so the emitted relative path finds it)."""
+    """`module`'s emitted tests as the current templates render them, importing `source`
+    as the module (laid out as in the repository, so the emitted relative path finds it)."""
     folder = tmp_path / tag
     (folder / "generated").mkdir(parents=True)
     (folder / "tests" / "generated").mkdir(parents=True)
     (folder / "generated" / f"{module}.py").write_text(source)
     test_name = f"test_{module}_gradients.py"
-    shutil.copy(ROOT / "tests" / "generated" / test_name, folder / "tests" / "generated")
+    (folder / "tests" / "generated" / test_name).write_text(_fresh(module)[1])
     tests = import_source(f"emitted_{module}_{tag}", folder / "tests" / "generated" / test_name)
     assert Path(tests.ops.__file__).resolve() == (folder / "generated" / f"{module}.py").resolve()
     return tests
@@ -294,7 +315,7 @@ def _run_emitted(tests, op=None) -> dict:
 
 
 def test_emitted_tests_pass_on_the_generated_module(tf, tmp_path):
-    source = (GENERATED / "seeds.py").read_text()
+    source = _fresh("seeds")[0]
     outcomes = _run_emitted(_emitted(tmp_path, "seeds", source, "clean"))
     assert len(outcomes) >= 10 and set(outcomes.values()) == {"passed"}, outcomes
 
@@ -308,7 +329,7 @@ def test_emitted_tests_pass_on_the_generated_module(tf, tmp_path):
     ("complex_ops", "det_large", drop_conjugate),
 ])
 def test_emitted_tests_fail_on_a_corrupted_module(tf, tmp_path, module, op, corrupt):
-    source = (GENERATED / f"{module}.py").read_text()
+    source = _fresh(module)[0]
     broken = corrupt(source, op)
     assert broken != source
     outcomes = _run_emitted(_emitted(tmp_path, module, broken, corrupt.__name__), op)
