@@ -56,11 +56,14 @@ def _check_input(op, name, value, dtype, declared):
 def _check_named_dims(op, uses):
     """Check that each named dim has one size across the inputs that declare it.
 
-    `uses` maps a dim name to (input name, tensor, axis) triples. Only sizes known
-    statically are compared.
+    `uses` maps a dim name to (input name, tensor, axis) triples. Sizes known
+    statically are compared now; where one is unknown while tracing (None in an input
+    signature), the sizes are compared when the graph runs (a size 1 would otherwise
+    broadcast silently and give a gradient of the wrong shape).
 
     Raises:
-        ValueError: two inputs give the same named dim different sizes.
+        ValueError: two inputs give the same named dim different static sizes.
+        tf.errors.InvalidArgumentError: (when the graph runs) different run-time sizes.
     """
     for dim, places in uses.items():
         sizes = {}
@@ -71,6 +74,14 @@ def _check_named_dims(op, uses):
         if len(set(sizes.values())) > 1:
             found = ", ".join(f"{name}: {size}" for name, size in sizes.items())
             raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
+        if len(sizes) < len(places):
+            first, first_value, first_axis = places[0]
+            for name, value, axis in places[1:]:
+                tf.debugging.assert_equal(
+                    tf.shape(first_value)[first_axis],
+                    tf.shape(value)[axis],
+                    message=f"{op}: dim {dim!r} must have one size in {first!r} and {name!r}",
+                )
 
 
 def _cofactor(a):
