@@ -510,14 +510,13 @@ def layer(x, w, bias):
         average = mean(tanh((x @ w) + bias), axis=[1], keepdims=True)
 
     Partial derivatives:
-        d(h)/d(bias) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1),
-            Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2), True))
-        d(average operand)/d(bias) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x @ w)
-            + bias) + 1), Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2), True))
+        d(h)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
+        d(average operand)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) +
+            1)
 
     Stable forms and guards used:
-        sech_squared: c - c*tanh(u)**2 = c*(1 - tanh(u))*(1 + tanh(u)) for |u| < 1, c /
-            cosh(u)**2 beyond
+        difference_of_squares: c + k*u**2 = k*(u - s)*(u + s), s = sqrt(-c/k) rational
+            (1 - x**2 = (1 - x)*(1 + x))
 
     Vector-Jacobian products of the matrix operations:
         VJP of average w.r.t. tanh(bias + product): upstream_average broadcast, divided
@@ -556,9 +555,8 @@ def _layer_vjp(x, w, bias):
     """
     # layer.outputs.h: x @ w
     product = tf.linalg.matmul(x, w)
-    t = bias + product
     # layer.outputs.h
-    h = tf.math.tanh(t)
+    h = tf.math.tanh(bias + product)
     # layer.outputs.average: mean((tanh(bias + product)), axis=[1], keepdims=True)
     average = tf.reduce_mean(h, axis=[1], keepdims=True)
 
@@ -566,28 +564,20 @@ def _layer_vjp(x, w, bias):
         # VJP of average (mean): upstream_average broadcast, divided by the count over
         #     axes [1]  (layer.outputs.average)
         grad_average_arg = tf.broadcast_to(upstream_average / 3.0, tf.shape(h))
-        t_1 = tf.where(
-            tf.math.abs(t) < 1.0,
-            (1.0 - h) * (h + 1.0),
-            tf.math.square(1.0 / tf.math.cosh(t)),
-        )
-        # d(h)/d(product) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias)
-        #     + 1), Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2), True))
+        t = (1.0 - h) * (h + 1.0)
+        # d(h)/d(product) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
         #     (layer.outputs.h)
-        # d(average operand)/d(product) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x
-        #     @ w) + bias) + 1), Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2),
-        #     True))  (layer.outputs.average)
-        grad_product = grad_average_arg * t_1 + t_1 * upstream_h
+        # d(average operand)/d(product) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) +
+        #     bias) + 1)  (layer.outputs.average)
+        grad_product = grad_average_arg * t + t * upstream_h
         # VJP of product (matmul): grad_product @ transpose(w)  (layer.outputs.h)
         grad_x = tf.linalg.matmul(grad_product, w, transpose_b=True)
         # VJP of product (matmul): transpose(x) @ grad_product  (layer.outputs.h)
         grad_w = tf.linalg.matmul(x, grad_product, transpose_a=True)
-        # d(h)/d(bias) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) +
-        #     1), Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2), True))
+        # d(h)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
         #     (layer.outputs.h)
-        # d(average operand)/d(bias) = Piecewise(((1 - tanh((x @ w) + bias))*(tanh((x @
-        #     w) + bias) + 1), Abs((x @ w) + bias) < 1), (cosh((x @ w) + bias)**(-2),
-        #     True))  (layer.outputs.average)
+        # d(average operand)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias)
+        #     + 1)  (layer.outputs.average)
         #   unbroadcast [3] from [None, 3]: sum leading axes [0] (rank extension)
         grad_bias = tf.reduce_sum(grad_product, axis=[0])
         return grad_x, grad_w, grad_bias

@@ -72,7 +72,9 @@ class Entry:
     is a language construct), ``points`` rows of input values; ``derivative`` the
     partials by hand where the numerical derivative does not apply (steps: 0, as
     TensorFlow; ``where`` at its boundary: the selected branch's); ``calls`` helpers or
-    TF functions the generated op must call (the stable primitives the entry covers)."""
+    TF functions the generated op must call (the stable primitives the entry covers);
+    ``gradient_scale`` an absolute scale for the gradient's error where the derivative
+    as computed cancels (tolerance rtol * (|exact| + scale))."""
 
     expr: str
     value: object
@@ -81,6 +83,7 @@ class Entry:
     inputs: tuple = ("x",)
     derivative: object = None
     calls: tuple = ()
+    gradient_scale: float = 0.0
 
 
 SYMMETRIC = (-10.0, -1.0, -1e-4, 0.0, 1e-4, 0.5, 3.0, 10.0)
@@ -104,8 +107,11 @@ ELEMENTWISE = {
                   "math.sinh"),
     "cosh": Entry("cosh(x)", mp.cosh, (-20.0, -1.0, -1e-4, 0.0, 1e-4, 1.0, 20.0, 80.0),
                   "math.cosh"),
+    # tanh's derivative is 1 - tanh(x)**2 from the forward's tanh (as TF's TanhGrad): it
+    # loses log2(1/(1 - tanh**2)) bits, so its error is measured against the largest
+    # derivative, 1 (an accurate form needs a second transcendental: see the README)
     "tanh": Entry("tanh(x)", mp.tanh, (-20.0, -3.0, -1e-4, 0.0, 1e-4, 0.5, 3.0, 20.0),
-                  "math.tanh"),
+                  "math.tanh", gradient_scale=1.0),
     "asinh": Entry("asinh(x)", mp.asinh, WIDE, "math.asinh"),
     "acosh": Entry("acosh(x)", mp.acosh, (1.001, 1.5, 2.0, 10.0, 1e6), "math.acosh"),
     "atanh": Entry("atanh(x)", mp.atanh, UNIT, "math.atanh"),
@@ -418,7 +424,7 @@ def test_elementwise_function(tf, results, name, dtype):
             if person is not None:  # the TF function a person calls gives the same value
                 _close(out[i], person[i], rtol, abs(want) + tiny, f"{label} vs tf.{entry.tf_call}")
             for k, w in enumerate(partials):
-                _close(grads[k][i], w, rtol, abs(w) + tiny + DIFF_NOISE,
+                _close(grads[k][i], w, rtol, abs(w) + tiny + DIFF_NOISE + entry.gradient_scale,
                        f"{label} d/d{entry.inputs[k]}")
 
 

@@ -66,12 +66,11 @@ ORDER = (
     "xlog1py",
     "log_cosh",
     "tanh_ratio",
-    "sech_squared",  # before difference_of_squares: 1 - tanh(u)**2 is 1/cosh(u)**2
     "expm1",
     "log1p_expm1",
     "exp_log1p",
     "expm1_log1p",
-    "difference_of_squares",  # last: 1 - tanh(u)**2 and the sigmoid forms match first
+    "difference_of_squares",  # last: the more specific forms match first
 )
 assert set(ORDER) == set(_BY_NAME), "every rule is ordered exactly once"
 RULES: tuple[Rule, ...] = tuple(_BY_NAME[name] for name in ORDER)
