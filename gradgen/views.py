@@ -141,12 +141,6 @@ def op_views(op: ir.OpIR) -> OpViews:
     }
     test_printer = TFPrinter(op.dtype)
     reference = _statements(test_printer, op.reference, op, "the reference forward", indent=4)
-    if op.dtype.startswith("complex"):
-        # TensorFlow's gradient of tf.linalg.det lacks a conjugate for complex matrices
-        # (g * det * inv(A)^H, not g * conj(det) * inv(A)^H); the emitted tests'
-        # _complex_det is det with the right gradient.
-        for s in reference:
-            s["code"] = s["code"].replace("tf.linalg.det(", "_complex_det(")
     outputs = [o.name for o in op.outputs]
     test = {
         "name": op.name,
