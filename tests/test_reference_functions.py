@@ -19,7 +19,9 @@ mutant printing ``atanh`` as ``tf.math.asinh`` changes atanh(0.5) from 0.549 to 
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
 import operator
 from dataclasses import dataclass
 
@@ -327,6 +329,7 @@ def _rounded(values, dtype):
     return np.asarray(values, dtype=np.float64).astype(dtype).astype(np.float64)
 
 
+@functools.lru_cache(maxsize=None)
 def _cases(dtype):
     """{op name: (input values, upstream)} for every entry, in ``dtype``."""
     cases = {}
@@ -337,9 +340,8 @@ def _cases(dtype):
     for name, entry in MATRIX.items():
         values = [_rounded(MATRIX_VALUES[n], dtype) for n, _ in entry.inputs]
         with mp.workdps(50):
-            size = np.asarray(entry.value(*_exact(values)), dtype=object).size
-        shape = np.shape(entry.value(*_exact(values)))
-        cases[f"m_{name}"] = (values, np.linspace(-1.0, 1.5, size).reshape(shape))
+            shape = np.asarray(entry.value(*_exact(values)), dtype=object).shape
+        cases[f"m_{name}"] = (values, np.linspace(-1.0, 1.5, math.prod(shape)).reshape(shape))
     return cases
 
 
