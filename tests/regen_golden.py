@@ -1,8 +1,13 @@
-"""Rewrite the golden error output of the bad specs (tests/specs/bad/*.stderr) from this
-checkout's gradgen: ``python tests/regen_golden.py``. Review the diff before committing.
+"""Rewrite the golden records from this checkout's gradgen: ``python tests/regen_golden.py``.
+Review the diff before committing.
 
-tests/test_cli.py only ever compares with these files, through the same
-:func:`bad_spec_result`.
+* the error output of the bad specs (tests/specs/bad/*.stderr), which tests/test_cli.py
+  compares through the same :func:`bad_spec_result`;
+* the expression record (tests/golden/expressions.txt) and the printed views of every
+  example op (tests/golden/views/), which tests/test_golden.py compares (tests/goldens.py
+  makes both).
+
+The tests only ever compare with these files.
 """
 
 from __future__ import annotations
@@ -55,6 +60,18 @@ def main() -> int:
                 golden.write_text(result.stderr)
                 print(f"rewrote {golden.relative_to(ROOT)}")
                 changed += 1
+    sys.path.insert(0, str(ROOT / "tests"))
+    import goldens
+
+    records = {goldens.EXPRESSIONS_GOLDEN: goldens.expressions_record()}
+    for example in sorted({e for e, _, _ in goldens.example_ops()}):
+        records[goldens.views_golden_path(example)] = goldens.views_record(example)
+    for path, text in records.items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"rewrote {path.relative_to(ROOT)}")
+            changed += 1
     print(f"{changed} golden file(s) rewritten")
     return 0
 

@@ -1,0 +1,276 @@
+"""Golden records that tests compare with and ``tests/regen_golden.py`` rewrites.
+
+Two records besides the bad specs' error output (``regen_golden.bad_spec_result``):
+
+* ``tests/golden/expressions.txt``: for each expression of :data:`EXPRESSIONS`, what
+  :func:`gradgen.expr.parse_op` makes of it: the SymPy trees (``srepr``, so assumptions
+  and exact numbers show), shapes, leaves and tensor nodes; or the whole diagnostic, with
+  its file:line:col, for a refused one.
+* ``tests/golden/views/<example>.json``: for each op of each example spec, the printed
+  statements and docstring that the templates receive (:func:`gradgen.views.op_views`),
+  before the accuracy audit's sentence is added (the audit is measured, and tested, in
+  test_audit.py; here only derivation and printing are pinned).
+
+Both are reviewed as diffs: a change to parsing, derivation, the stable rewrites or the
+printer shows up here as a readable change of the record, and must be meant.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+EXPRESSIONS_GOLDEN = GOLDEN / "expressions.txt"
+VIEWS_GOLDEN = GOLDEN / "views"
+EXAMPLES = ROOT / "examples"
+
+V3 = {"x": [3], "y": [3]}
+MAT = {"a": [2, 3], "b": [3, 4], "s": [3, 3], "x": [3], "c": []}
+NAMED = {"p": ["batch", 3], "q": ["batch", 1], "r": [None, 3], "u": [None]}
+CPLX = {"z": {"shape": [2, 2], "dtype": "complex64"}, "w": {"shape": [2], "dtype": "complex64"}}
+INTS = {"x": [3], "n": {"shape": [3], "dtype": "int32"}}
+
+# (expression, inputs, where): every construct the parser accepts and every refusal it
+# makes, each once. `where` maps intermediate names to expressions (None: no `where`).
+_CASES: list[tuple] = [
+    # operators and literals
+    ("x + y", V3), ("x - y", V3), ("x * y", V3), ("x / y", V3), ("x ** y", V3),
+    ("+x - -y", V3), ("x ** 2.0", V3), ("x ** 0.5", V3), ("x ** -0.5", V3),
+    ("x ** 1.5", V3), ("x ** 0.3", V3), ("x ** 0.25", V3), ("x * 0.1 + 1e-300", V3),
+    ("x * 1e20", V3), ("x * 9007199254740992", V3), ("x * 9007199254740993", V3),
+    ("x * 2.0 ** 3", V3), ("x * 2 ** -3", V3), ("x * 10 ** 300", V3), ("x * 10 ** 301", V3),
+    ("x * 2.5 ** 1000", V3), ("x * 0.5 ** 1000", V3), ("x * 1 ** 100000", V3),
+    ("x * 0 ** 5", V3), ("x * pi + E", V3), ("x * (1 - 1)", V3), ("1e400 * x", V3),
+    ("x * 1.5e308 * 10.0", V3), ("2", V3), ("pi", V3),
+    # every function of the language
+    *((f"{name}(x)", V3) for name in (
+        "exp", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "Abs", "abs", "sign", "floor",
+        "ceiling", "Heaviside", "log1p", "expm1", "sigmoid", "softplus", "log",
+    )),
+    ("log(x, 2)", V3), ("log(x, y)", V3), ("log(x, y, 2)", V3), ("log()", V3),
+    ("atan2(y, x)", V3), ("atan2(x)", V3), ("Max(x, y)", V3), ("Min(x, y, 0)", V3),
+    ("Max(x)", V3), ("Min()", V3), ("exp()", V3), ("exp(x, y)", V3), ("exp(x, y=1)", V3),
+    # conditions
+    *((f"where(x {op} y, x, y)", V3) for op in ("<", "<=", ">", ">=", "==", "!=")),
+    ("where(0 < x < 1, x, 0)", V3), ("where(x > 0 and y > 0, x, y)", V3),
+    ("where(x > 0 or y > 0, x, y)", V3), ("where(not x > 0, x, y)", V3),
+    ("where(True, x, y)", V3), ("where(False, x, y)", V3),
+    ("where(x > 0, x)", V3), ("where(x, x, y)", V3), ("where(x > 0, x > 0, y)", V3),
+    ("where(x > 0, x, y > 0)", V3), ("where(x and y, x, y)", V3),
+    ("where(x > 0 and y, x, y)", V3), ("where(not x, x, y)", V3), ("-(x > 0)", V3),
+    ("(x > 0) + 1", V3), ("1 + (x > 0)", V3), ("where((x > 0) > 0, x, y)", V3),
+    ("where(x > (y > 0), x, y)", V3), ("x > 0", V3), ("True", V3), ("x is y", V3),
+    ("x in y", V3), ("x is not y", V3),
+    ("Piecewise((x, x < 0), (y, True))", V3),
+    ("Piecewise((x, x < 0), (0, x < 1), (y, True))", V3),
+    ("Piecewise()", V3), ("Piecewise(x)", V3), ("Piecewise((x,))", V3),
+    ("Piecewise((x, x, y))", V3), ("Piecewise((x, x > 0))", V3),
+    ("Piecewise((x > 0, True))", V3), ("Piecewise((x, x))", V3),
+    ("Piecewise((x, True), z=1)", V3),
+    # tensor functions
+    ("a @ b", MAT), ("a @ b + 1", MAT), ("a @ a", MAT), ("x @ x", MAT), ("(x > 0) @ s", MAT),
+    ("s @ (x > 0)", MAT), ("transpose(a)", MAT), ("transpose(x)", MAT),
+    ("transpose(a, b)", MAT), ("inverse(s)", MAT), ("inverse(a)", MAT), ("inverse(x)", MAT),
+    ("det(s)", MAT), ("det(a)", MAT), ("det(s, s)", MAT), ("trace(s)", MAT), ("trace(x)", MAT),
+    ("log(det(s))", MAT), ("log(det(a))", MAT), ("log(det(s > 0))", MAT),
+    ("log(det(s, s))", MAT), ("log(det(s), 2)", MAT), ("log(det(s=1))", MAT),
+    ("log(det(s)) + det(s) + inverse(s)[0]", MAT), ("det(s) + det(s)", MAT),
+    ("det(s) + det(transpose(s))", MAT),
+    ("sum(a)", MAT), ("sum(a, 0)", MAT), ("sum(a, -1)", MAT), ("sum(a, axis=1)", MAT),
+    ("sum(a, axis=[0, 1])", MAT), ("sum(a, axis=(1, 0))", MAT),
+    ("sum(a, axis=-1, keepdims=True)", MAT), ("sum(a, keepdims=False)", MAT),
+    ("sum(a, 0, keepdims=True)", MAT), ("sum(a, 0, axis=1)", MAT), ("sum(a, foo=1)", MAT),
+    ("sum(a, axis=3)", MAT), ("sum(a, axis=-3)", MAT), ("sum(a, axis=[0, -2])", MAT),
+    ("sum(a, axis=x)", MAT), ("sum(a, axis=[0, x])", MAT), ("sum(a, axis=1.0)", MAT),
+    ("sum(a, axis=True)", MAT), ("sum(a, keepdims=1)", MAT), ("sum(a, keepdims=x)", MAT),
+    ("sum()", MAT), ("sum(a, 0, 1)", MAT), ("sum(a > 0)", MAT), ("sum(c)", MAT),
+    ("sum(c, axis=0)", MAT), ("sum(x * x)", MAT), ("sum(exp(x))", MAT), ("sum(x - x)", MAT),
+    ("mean(a, axis=0)", MAT), ("mean(a)", MAT), ("max(a, axis=1)", MAT), ("max(a, 1)", MAT),
+    ("max(a, -1)", MAT), ("max(a, [0])", MAT), ("max(a, x)", MAT), ("min(a, b)", MAT),
+    ("min(abs(a), 0)", MAT), ("max(exp(a))", MAT), ("max(a)", MAT), ("min(-exp(a), 0)", MAT),
+    ("logsumexp(a, axis=-1)", MAT), ("logsumexp(a, axis=1, keepdims=True)", MAT),
+    ("softmax(a)", MAT), ("softmax(a, 0)", MAT), ("softmax(a, axis=[0, 1])", MAT),
+    ("softmax(a, keepdims=True)", MAT), ("softmax(c)", MAT), ("log_softmax(a, -2)", MAT),
+    ("log_softmax(a)", MAT), ("log(softmax(a))", MAT), ("sum(softmax(a)) + sum(a)", MAT),
+    ("sum(a) * sum(a)", MAT), ("sum(a, 0) + sum(a, axis=0)", MAT),
+    ("sum(a, 0) + sum(a, 0, keepdims=True)", MAT),
+    ("einsum('ij,jk->ik', a, b)", MAT), ("einsum('ij->', a)", MAT),
+    ("einsum('ij->ji', a)", MAT), ("einsum('ii->', s)", MAT), ("einsum('ij,ij->i', a, a)", MAT),
+    ("einsum('i,i->', x, x)", MAT), ("einsum('ij,jk', a, b)", MAT),
+    ("einsum('ij,jk->ik', a)", MAT), ("einsum('ij,jk->ik', a, a)", MAT),
+    ("einsum('ij->k', a)", MAT), ("einsum('ij->ii', a)", MAT), ("einsum('ii->i', s)", MAT),
+    ("einsum('i...->i', a)", MAT), ("einsum('ijk->i', a)", MAT), ("einsum('i j->i', a)", MAT),
+    ("einsum('iJ->i', a)", MAT), ("einsum('i,j->ij', x, x)", MAT), ("einsum(a, b)", MAT),
+    ("einsum()", MAT), ("einsum(1, a)", MAT), ("einsum('" + "i" * 65 + "', a)", MAT),
+    ("einsum('ij->i', a > 0)", MAT), ("einsum('ij->i', a, keepdims=True)", MAT),
+    # names, functions and calls
+    ("z * x", V3), ("xx * y", V3), ("Pi * x", V3), ("exp", V3), ("sum", V3), ("x(1)", V3),
+    ("(x + 1)(2)", V3), ("foo(x)", V3), ("exq(x)", V3), ("exp.real", V3), ("x.T", V3),
+    ("I * x", V3), ("2j * x", V3),
+    # forbidden constructs
+    ("lambda: x", V3), ("[c for c in x]", V3), ("{c for c in x}", V3), ("{c: 1 for c in x}", V3),
+    ("sum(c for c in x)", V3), ("f'{x}'", V3), ("x if y else x", V3), ("(y := x)", V3),
+    ("x[0]", V3), ("{'a': 1}", V3), ("{1}", V3), ("exp(*x)", V3), ("exp(**x)", V3),
+    ("(x, y)", V3), ("[x, y]", V3), ("...", V3), ("b'x'", V3), ("'a'", V3), ("None", V3),
+    ("x // y", V3), ("x % y", V3), ("x << y", V3), ("x >> y", V3), ("x & y", V3),
+    ("x | y", V3), ("x ^ y", V3), ("~x", V3), ("not x", V3), ("await x", V3),
+    ("x # a comment", V3), ("x + \u00e9", V3), ("x\ty", V3), ("x +", V3), ("x + + ", V3),
+    ("(x", V3), ("x)", V3), ("x y", V3), ("import os", V3), ("x; y", V3),
+    ("(" * 70 + "x" + ")" * 70, V3), ("-" * 70 + "x", V3),
+    ("+".join(["x"] * 1001), V3), ("where(" + "<".join(["x"] * 1001) + ", x, y)", V3),
+    ("-" * 4001 + "x", V3),
+    # values that are not finite, real or representable
+    ("x / 0", V3), ("x * (1 / 0)", V3), ("x + 0 / 0", V3), ("log(0) * x", V3),
+    ("where(1 / 0 > 0, x, y)", V3), ("sqrt(-1) * x", V3), ("log(-1) + x", V3),
+    ("x * (-8) ** 0.5", V3), ("acos(2) + x", V3), ("x * exp(1000)", V3),
+    # broadcasting and named dims
+    ("x + y", {"x": [3], "y": [4]}), ("x + y", {"x": [4, 1], "y": [3]}),
+    ("p * q", NAMED), ("p * r", NAMED), ("u * 2", NAMED), ("p + u", NAMED),
+    ("p @ transpose(p)", NAMED), ("sum(p, 0) * r", NAMED), ("p + x", {**NAMED, "x": ["n", 3]}),
+    ("einsum('bi,bi->b', p, r)", NAMED),
+    # dtypes
+    ("n * x", INTS), ("n * 2", {"n": {"shape": [3], "dtype": "int32"}}),
+    ("x * y", {"x": [3], "y": {"shape": [3], "dtype": "float64"}}),
+    ("z @ z + 2j", CPLX), ("z * (1 + 2j) + I", CPLX), ("w * 1e400j", CPLX),
+    ("where(w > 0, w, w)", CPLX), ("det(z) * conj", CPLX), ("sum(z) + trace(z)", CPLX),
+    ("sum(abs(z))", CPLX), ("softmax(z, 0)", CPLX),
+]
+# where: named intermediates; the output uses them.
+_WHERE_CASES: list[tuple] = [
+    ("s * 2", {"x": [4, 1], "y": [3]}, {"s": "x + y"}),
+    ("t + 1", MAT, {"t": "sum(a)"}),
+    ("t + 1", MAT, {"t": "sum(a) + 1"}),
+    ("inv @ b", MAT, {"inv": "inverse(s) @ s"}),
+    ("big * 2", V3, {"big": " + ".join(f"exp({k} * x) * sin(y)" for k in range(1, 8))}),
+    ("c * 2", V3, {"c": "x > 0"}),
+    ("where(c, x, y)", V3, {"c": "x > 0"}),
+    ("d + 1", V3, {"d": "e + 1", "e": "x"}),
+    ("x + 1", V3, {"d": "foo(x)"}),
+]
+
+
+def _spec_text(output: str, inputs: dict, where: dict | None, dtype: str = "float32") -> str:
+    op: dict = {"name": "f", "inputs": inputs}
+    if where:
+        op["where"] = where
+    op["output"] = output
+    doc = {"version": 1, "module": "m", "dtype": dtype, "ops": [op]}
+    return yaml.safe_dump(doc, sort_keys=False, width=10**6, default_flow_style=None)
+
+
+# Hand-written spec texts: positions inside quoted, folded and block scalars.
+_TEXTS = [
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    output: |\n      exp(x)\n        + bad(x)\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    output: \"exp(x) + bad(x)\"\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    output: 'exp(x) + bad(x)'\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    output: >-\n      exp(x)\n      + bad(x)\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    output: |\n      (exp(x)\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n"
+    "    outputs:\n      first: exp(x)\n      second: x @ x\n",
+    "version: 1\nmodule: m\ndtype: float64\nops:\n  - name: f\n    inputs: {n: {shape: [3], dtype: int32}}\n"
+    "    output: n * 2\n",
+    "version: 1\nmodule: m\ndtype: complex128\nops:\n  - name: f\n    inputs: {n: {shape: [3], dtype: int64}}\n"
+    "    output: n * 2\n",
+]
+
+
+def expression_cases() -> list[str]:
+    """The spec texts of the expression record, in order."""
+    texts = [_spec_text(text, inputs, None) for text, inputs in _CASES]
+    texts += [_spec_text(text, inputs, where) for text, inputs, where in _WHERE_CASES]
+    return texts + _TEXTS
+
+
+def describe_expression(spec_text: str) -> str:
+    """What gradgen.expr makes of the one op in ``spec_text``: its program, or the
+    diagnostics of its refusal."""
+    import sympy
+
+    from gradgen.errors import SpecError
+    from gradgen.expr import parse_op
+    from gradgen.shapes import format_shape
+    from gradgen.spec import parse_spec
+
+    try:
+        program = parse_op(parse_spec(spec_text.encode(), "s.yaml"), 0)
+    except SpecError as e:
+        return "\n".join("refused: " + d.format() for d in e.diagnostics)
+
+    def term(t) -> str:
+        leaves = ", ".join(sorted(s.name for s in t.leaves))
+        kind = "condition" if t.is_condition else "value"
+        return (f"{sympy.srepr(t.expr)}\n    {kind} of shape {format_shape(t.shape)}, "
+                f"leaves [{leaves}]")
+
+    lines = [f"dtype {program.dtype}, single {program.single}"]
+    for v in program.inputs:
+        lines.append(f"input {v.name}: {sympy.srepr(v.symbol)} {format_shape(v.shape)} "
+                     f"declared {list(v.declared)} {v.dtype} key {list(v.key)}")
+    for n in program.nodes:
+        args = "; ".join(sympy.srepr(a) for a in n.args)
+        shapes = ", ".join(format_shape(s) for s in n.arg_shapes)
+        leaves = "; ".join(", ".join(sorted(s.name for s in ls)) for ls in n.arg_leaves)
+        lines.append(
+            f"node {sympy.srepr(n.symbol)} = {n.op}({args})\n    shape "
+            f"{format_shape(n.shape)} from {shapes}, params {n.params!r}, hint "
+            f"{n.name_hint!r}, leaves [{leaves}], key {list(n.key)}"
+        )
+    for name, t in program.where:
+        lines.append(f"where {name} = {term(t)}")
+    for o in program.outputs:
+        lines.append(f"output {o.name} = {term(o.term)}\n    key {list(o.key)}")
+    return "\n".join(lines)
+
+
+def expressions_record() -> str:
+    """The whole expression record: each case's output expression, then what it became."""
+    import yaml as _yaml
+
+    parts = []
+    for i, text in enumerate(expression_cases()):
+        op = _yaml.safe_load(text)["ops"][0]
+        shown = op.get("output") or op.get("outputs")
+        where = f" where {op['where']}" if op.get("where") else ""
+        shown = shown if len(repr(shown)) <= 200 else repr(shown)[:200] + "..."
+        parts.append(f"## {i}: {shown!r}{where}\n{describe_expression(text)}\n")
+    return "\n".join(parts)
+
+
+def example_ops() -> list[tuple[str, int, str]]:
+    """(example file name, op index, op name) for every op of every example spec."""
+    out = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for index, op in enumerate(yaml.safe_load(path.read_text())["ops"]):
+            out.append((path.name, index, op["name"]))
+    return out
+
+
+def op_views_json(example: str, index: int) -> dict:
+    """The views of one example op (derived and printed now), as JSON data."""
+    from gradgen.derive import derive_op
+    from gradgen.spec import load_spec
+    from gradgen.views import op_views
+
+    doc = load_spec(str(EXAMPLES / example))
+    return op_views(derive_op(doc, index)).to_json()
+
+
+def views_golden_path(example: str) -> Path:
+    return VIEWS_GOLDEN / (example[: -len(".yaml")] + ".json")
+
+
+def views_record(example: str) -> str:
+    """The views record of one example spec: {op name: views}, as stable JSON text."""
+    ops = {name: op_views_json(example, index)
+           for ex, index, name in example_ops() if ex == example}
+    return json.dumps(ops, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
