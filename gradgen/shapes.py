@@ -354,7 +354,7 @@ def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
 
     Raises:
         ShapeError: an operand has rank < 2, or the contracted dims are known to differ
-            (different sizes or different names).
+            (different sizes or different names; a name and a size may be equal).
     """
     if len(a) < 2 or len(b) < 2:
         raise ShapeError(
@@ -362,11 +362,12 @@ def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
             f"{format_shape(a)} @ {format_shape(b)}"
         )
     ka, kb = a[-1], b[-2]
-    if ka != kb and not (isinstance(ka, Unknown) or isinstance(kb, Unknown)):
+    try:  # a named dim may be contracted with a size (TF checks it at run time)
+        unify(ka, kb, factory, "contracted dims")
+    except ShapeError:
         raise ShapeError(
             f"contracted dims differ: {format_shape(a)} @ {format_shape(b)} contracts "
             f"{format_dim(ka)} with {format_dim(kb)}"
-        )
-    unify(ka, kb, factory, "contracted dims")
+        ) from None
     batch = broadcast(a[:-2], b[:-2], factory)
     return batch + (a[-2], b[-1])
