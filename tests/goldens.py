@@ -6,7 +6,8 @@ Two records besides the bad specs' error output (``regen_golden.bad_spec_result`
   :func:`gradgen.expr.parse_op` makes of it: the SymPy trees (``srepr``, so assumptions
   and exact numbers show), shapes, leaves and tensor nodes; or the whole diagnostic, with
   its file:line:col, for a refused one.
-* ``tests/golden/views/<example>.json``: for each op of each example spec, the printed
+* ``tests/golden/views/<spec>.json``: for each op of each example spec (and of the specs in
+  ``tests/specs/views/``, written for printing paths the examples miss), the printed
   statements and docstring that the templates receive (:func:`gradgen.views.op_views`),
   before the accuracy audit's sentence is added (the audit is measured, and tested, in
   test_audit.py; here only derivation and printing are pinned).
@@ -27,6 +28,8 @@ GOLDEN = ROOT / "tests" / "golden"
 EXPRESSIONS_GOLDEN = GOLDEN / "expressions.txt"
 VIEWS_GOLDEN = GOLDEN / "views"
 EXAMPLES = ROOT / "examples"
+# The example specs, and test specs written for printing paths the examples do not reach.
+VIEW_SPECS = (EXAMPLES, ROOT / "tests" / "specs" / "views")
 
 V3 = {"x": [3], "y": [3]}
 MAT = {"a": [2, 3], "b": [3, 4], "s": [3, 3], "x": [3], "c": []}
@@ -247,21 +250,27 @@ def expressions_record() -> str:
 
 
 def example_ops() -> list[tuple[str, int, str]]:
-    """(example file name, op index, op name) for every op of every example spec."""
+    """(spec file name, op index, op name) for every op of every spec in VIEW_SPECS."""
     out = []
-    for path in sorted(EXAMPLES.glob("*.yaml")):
-        for index, op in enumerate(yaml.safe_load(path.read_text())["ops"]):
-            out.append((path.name, index, op["name"]))
+    for folder in VIEW_SPECS:
+        for path in sorted(folder.glob("*.yaml")):
+            for index, op in enumerate(yaml.safe_load(path.read_text())["ops"]):
+                out.append((path.name, index, op["name"]))
     return out
 
 
+def _spec_path(example: str) -> Path:
+    (path,) = [folder / example for folder in VIEW_SPECS if (folder / example).exists()]
+    return path
+
+
 def op_views_json(example: str, index: int) -> dict:
-    """The views of one example op (derived and printed now), as JSON data."""
+    """The views of one op of a VIEW_SPECS spec (derived and printed now), as JSON data."""
     from gradgen.derive import derive_op
     from gradgen.spec import load_spec
     from gradgen.views import op_views
 
-    doc = load_spec(str(EXAMPLES / example))
+    doc = load_spec(str(_spec_path(example)))
     return op_views(derive_op(doc, index)).to_json()
 
 
