@@ -32,8 +32,9 @@ EXAMPLES = ROOT / "examples"
 VIEW_SPECS = (EXAMPLES, ROOT / "tests" / "specs" / "views")
 
 V3 = {"x": [3], "y": [3]}
-MAT = {"a": [2, 3], "b": [3, 4], "s": [3, 3], "x": [3], "c": []}
-NAMED = {"p": ["batch", 3], "q": ["batch", 1], "r": [None, 3], "u": [None]}
+MAT = {"a": [2, 3], "b": [3, 4], "s": [3, 3], "x": [3], "c": [], "t": [2, 3, 4]}
+NAMED = {"p": ["batch", 3], "q": ["batch", 1], "r": [None, 3], "u": [None], "v": [None],
+         "m": [None, None]}
 CPLX = {"z": {"shape": [2, 2], "dtype": "complex64"}, "w": {"shape": [2], "dtype": "complex64"}}
 INTS = {"x": [3], "n": {"shape": [3], "dtype": "int32"}}
 
@@ -83,7 +84,9 @@ _CASES: list[tuple] = [
     ("log(det(s))", MAT), ("log(det(a))", MAT), ("log(det(s > 0))", MAT),
     ("log(det(s, s))", MAT), ("log(det(s), 2)", MAT), ("log(det(s=1))", MAT),
     ("log(det(s)) + det(s) + inverse(s)[0]", MAT), ("det(s) + det(s)", MAT),
-    ("det(s) + det(transpose(s))", MAT),
+    ("det(s) + det(transpose(s))", MAT), ("transpose(t)", MAT), ("softmax(t)", MAT),
+    ("log_softmax(t)", MAT), ("t @ transpose(t)", MAT), ("x + 0 ** 1000", MAT),
+    ("einsum('" + "i" * 64 + "', a)", MAT),
     ("sum(a)", MAT), ("sum(a, 0)", MAT), ("sum(a, -1)", MAT), ("sum(a, axis=1)", MAT),
     ("sum(a, axis=[0, 1])", MAT), ("sum(a, axis=(1, 0))", MAT),
     ("sum(a, axis=-1, keepdims=True)", MAT), ("sum(a, keepdims=False)", MAT),
@@ -135,12 +138,13 @@ _CASES: list[tuple] = [
     ("x + y", {"x": [3], "y": [4]}), ("x + y", {"x": [4, 1], "y": [3]}),
     ("p * q", NAMED), ("p * r", NAMED), ("u * 2", NAMED), ("p + u", NAMED),
     ("p @ transpose(p)", NAMED), ("sum(p, 0) * r", NAMED), ("p + x", {**NAMED, "x": ["n", 3]}),
-    ("einsum('bi,bi->b', p, r)", NAMED),
+    ("einsum('bi,bi->b', p, r)", NAMED), ("einsum('i,i->', u, v)", NAMED), ("det(m)", NAMED),
+    ("inverse(m) @ m", NAMED), ("m @ transpose(m)", NAMED),
     # dtypes
     ("n * x", INTS), ("n * 2", {"n": {"shape": [3], "dtype": "int32"}}),
     ("x * y", {"x": [3], "y": {"shape": [3], "dtype": "float64"}}),
     ("z @ z + 2j", CPLX), ("z * (1 + 2j) + I", CPLX), ("w * 1e400j", CPLX),
-    ("where(w > 0, w, w)", CPLX), ("det(z) * conj", CPLX), ("sum(z) + trace(z)", CPLX),
+    ("where(w > 0, w, w)", CPLX), ("w * 2 ** 1j", CPLX), ("det(z) * conj", CPLX), ("sum(z) + trace(z)", CPLX),
     ("sum(abs(z))", CPLX), ("softmax(z, 0)", CPLX),
 ]
 # where: named intermediates; the output uses them.
@@ -150,10 +154,29 @@ _WHERE_CASES: list[tuple] = [
     ("t + 1", MAT, {"t": "sum(a) + 1"}),
     ("inv @ b", MAT, {"inv": "inverse(s) @ s"}),
     ("big * 2", V3, {"big": " + ".join(f"exp({k} * x) * sin(y)" for k in range(1, 8))}),
+    ("big * 2", V3, {"big": " + ".join(f"exp({k} * x) * sin(y)" for k in range(1, 13))}),
     ("c * 2", V3, {"c": "x > 0"}),
     ("where(c, x, y)", V3, {"c": "x > 0"}),
     ("d + 1", V3, {"d": "e + 1", "e": "x"}),
     ("x + 1", V3, {"d": "foo(x)"}),
+    ("det(s) + 1", MAT, {"w": "det(s) * 2"}),  # the node computed once; its leaves kept
+    ("w + 1", MAT, {"w": "det(s) * 2"}),
+    ("w + 1", MAT, {"w": "softmax(a) * 2"}),
+    ("w + 1", MAT, {"w": "einsum('ij->', a) * 2"}),
+    ("w + 1", MAT, {"w": "inverse(s) * 2"}),
+    ("w + 1", MAT, {"w": "logsumexp(a) * 2"}),
+    ("w + 1", MAT, {"w": "a @ b * 2"}),
+    ("w + 1", MAT, {"w": "transpose(a) * 2"}),
+]
+# Refusals of a part of an expression: each is written inside a larger one, so that the
+# diagnostic's column shows which part it points at.
+_INNER = [
+    "~x", "x is b", "(x, b)", "Piecewise()", "Piecewise((x, x > 0), (x, x < 0))",
+    "x @ x", "a @ a", "transpose(x)", "inverse(a)", "det(x)", "log(det(a))", "sum()",
+    "sum(a, foo=1)", "softmax(c)", "einsum(a)", "einsum('ij->k', a)", "where(x > 0, x)",
+    "exp(x, c)", "Max(x)", "foo(x)", "z", "exp", "x(1)", "2j", "I", "1 / 0", "x // x",
+    "[x]", "'a'", "None", "x if x else x", "where(c > 0, x, t)", "where(x > 0 or c, x, x)",
+    "log(-1)", "10 ** 400", "where(x > 0, c > 0, x)", "max(a, b)", "einsum('ij->i', a, a)",
 ]
 
 
@@ -187,10 +210,28 @@ _TEXTS = [
 ]
 
 
+# Multi-line expressions (block scalars) with brackets and quotes in strings: such a text
+# is parsed as if in parentheses only when its brackets balance outside strings.
+_BLOCK = "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n    output: |\n"
+_TEXTS += [
+    _BLOCK + "      x\n      + einsum(')', x)\n",
+    _BLOCK + "      x\n      + einsum('(', x)\n",
+    _BLOCK + "      x\n      + einsum(\"]\", x)\n",
+    _BLOCK + "      x\n      + einsum(\"'(\", x)\n",
+    _BLOCK + "      x\n      + einsum('\"]', x)\n",
+    _BLOCK + "      x\n      + ((x))\n      + [x]\n",
+    _BLOCK + "      x\n      + x)\n",
+    _BLOCK + "      x)\n      + (x\n",
+    _BLOCK + "      (x\n      + x\n",
+    _BLOCK + "      {x\n      + x}\n",
+]
+
+
 def expression_cases() -> list[str]:
     """The spec texts of the expression record, in order."""
     texts = [_spec_text(text, inputs, None) for text, inputs in _CASES]
     texts += [_spec_text(text, inputs, where) for text, inputs, where in _WHERE_CASES]
+    texts += [_spec_text(f"x * 2 + ({text})", MAT, None) for text in _INNER]
     return texts + _TEXTS
 
 
@@ -228,6 +269,8 @@ def describe_expression(spec_text: str) -> str:
             f"{format_shape(n.shape)} from {shapes}, params {n.params!r}, hint "
             f"{n.name_hint!r}, leaves [{leaves}], key {list(n.key)}"
         )
+    for symbol, shape in program.shape_of.items():
+        lines.append(f"shape of {symbol.name}: {format_shape(shape)}")
     for name, t in program.where:
         lines.append(f"where {name} = {term(t)}")
     for o in program.outputs:
