@@ -292,13 +292,21 @@ def expressions_record() -> str:
     return "\n".join(parts)
 
 
+# Specs recorded again in other dtypes (module dtype replaced): guard thresholds, Taylor
+# degrees and the half-precision power policy are chosen per dtype.
+DTYPE_VARIANTS = {"stability.yaml": ("float16", "bfloat16", "float64"),
+                  "special.yaml": ("float16", "bfloat16", "float64")}
+
+
 def example_ops() -> list[tuple[str, int, str]]:
-    """(spec file name, op index, op name) for every op of every spec in VIEW_SPECS."""
+    """(record, op index, op name) for every op of every spec in VIEW_SPECS, where a
+    record is a spec file name, or ``name@dtype`` for a DTYPE_VARIANTS copy."""
     out = []
     for folder in VIEW_SPECS:
         for path in sorted(folder.glob("*.yaml")):
-            for index, op in enumerate(yaml.safe_load(path.read_text())["ops"]):
-                out.append((path.name, index, op["name"]))
+            ops = yaml.safe_load(path.read_text())["ops"]
+            for record in [path.name] + [f"{path.name}@{d}" for d in DTYPE_VARIANTS.get(path.name, ())]:
+                out += [(record, index, op["name"]) for index, op in enumerate(ops)]
     return out
 
 
@@ -307,18 +315,24 @@ def _spec_path(example: str) -> Path:
     return path
 
 
-def op_views_json(example: str, index: int) -> dict:
-    """The views of one op of a VIEW_SPECS spec (derived and printed now), as JSON data."""
+def op_views_json(record: str, index: int) -> dict:
+    """The views of one op of a record (derived and printed now), as JSON data."""
     from gradgen.derive import derive_op
-    from gradgen.spec import load_spec
+    from gradgen.spec import parse_spec
     from gradgen.views import op_views
 
-    doc = load_spec(str(_spec_path(example)))
+    example, _, dtype = record.partition("@")
+    path = _spec_path(example)
+    text = path.read_text()
+    if dtype:
+        text = yaml.safe_dump(dict(yaml.safe_load(text), dtype=dtype), sort_keys=False)
+    doc = parse_spec(text.encode(), str(path.relative_to(ROOT)))
     return op_views(derive_op(doc, index)).to_json()
 
 
-def views_golden_path(example: str) -> Path:
-    return VIEWS_GOLDEN / (example[: -len(".yaml")] + ".json")
+def views_golden_path(record: str) -> Path:
+    example, _, dtype = record.partition("@")
+    return VIEWS_GOLDEN / (example[: -len(".yaml")] + (f".{dtype}" if dtype else "") + ".json")
 
 
 def views_record(example: str) -> str:
