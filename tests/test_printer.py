@@ -115,3 +115,98 @@ def test_never_prints_tf_gradients():
     # SymPy's own TensorFlow printer turns Derivative into tf.gradients; ours refuses.
     with pytest.raises(PrintError):
         TFPrinter("float32").value(sympy.Derivative(x**2, x, evaluate=False))
+
+
+n = sympy.Symbol("n", negative=True)
+z = sympy.Symbol("z", real=True)
+
+
+@pytest.mark.parametrize(
+    "dtype, expr, text",
+    [
+        # numbers alone: typed constants; rationals exact in binary as decimals
+        ("float32", sympy.Rational(3, 8), "tf.constant(0.375, dtype=tf.float32)"),
+        ("float32", sympy.Rational(2, 3), "tf.constant((2.0 / 3.0), dtype=tf.float32)"),
+        ("float32", sympy.Rational(-2, 3), "tf.constant(-(2.0 / 3.0), dtype=tf.float32)"),
+        ("float32", sympy.Rational(-3, 4), "tf.constant(-0.75, dtype=tf.float32)"),
+        ("float32", sympy.Rational(1, 12), "tf.constant((1.0 / 12.0), dtype=tf.float32)"),
+        ("complex64", 1 + 2 * sympy.I, "tf.constant((1+2j), dtype=tf.complex64)"),
+        ("complex64", sympy.I * x, "1j * x"),
+        ("float64", sympy.sqrt(2), "tf.constant(math.sqrt(2), dtype=tf.float64)"),
+        # powers: products up to the 4th, square of a non-atom, pow beyond
+        ("float32", x**4, "x * x * x * x"),
+        ("float32", x**5, "tf.math.pow(x, 5.0)"),
+        ("float32", (x + 1) ** -3, "1.0 / tf.math.pow(x + 1.0, 3.0)"),
+        # half precision keeps x**-n (n > 1) as one pow; x**-1 is still a division
+        ("float16", x**-1, "1.0 / x"),
+        ("float16", x**-2, "tf.math.pow(x, -2.0)"),
+        ("float16", x**-3 * y, "tf.math.pow(x, -3.0) * y"),
+        ("bfloat16", x**-2, "tf.math.pow(x, -2.0)"),
+        ("float32", x**-3, "1.0 / (x * x * x)"),
+        ("float16", x ** sympy.Rational(-1, 4), "tf.math.pow(x, -0.25)"),
+        # products: signs, several denominators, negative symbols need no parentheses
+        ("float32", x / (3 * y * z), "x / (3.0 * y * z)"),
+        ("float32", x * n, "n * x"),
+        ("float32", x * (n + 1), "x * (n + 1.0)"),
+        # (a coefficient that is not an atom or a call is parenthesized: redundant here)
+        ("float32", -sympy.sqrt(2) * x, "-(math.sqrt(2)) * x"),
+        ("float32", sympy.sqrt(2) * x, "(math.sqrt(2)) * x"),
+        ("float32", -sympy.sqrt(2) * sympy.pi * x, "-(math.sqrt(2)*math.pi) * x"),
+        ("float32", x / (y + 1) ** 2, "x / tf.math.square(y + 1.0)"),
+        ("float32", x / y**sympy.Rational(3, 2), "x / tf.math.pow(y, 1.5)"),
+        ("float32", x / sympy.sqrt(y), "x * tf.math.rsqrt(y)"),
+        # indicators: a * [c]
+        ("float32", sympy.Piecewise((3, x > 0), (0, True)), "3.0 * tf.cast(x > 0.0, tf.float32)"),
+        ("float64", sympy.Piecewise((1, x > 0), (0, True)), "tf.cast(x > 0.0, tf.float64)"),
+        ("float32", sympy.Piecewise((x, x > 0), (y, x < -1), (0, True)),
+         "tf.where(x > 0.0, x, tf.where(x < -1.0, y, 0.0))"),
+        # conditions
+        ("float32", sympy.Piecewise((x, sympy.Ne(1, x)), (0, True)),
+         "tf.where(tf.math.not_equal(x, 1.0), x, 0.0)"),
+        ("float32", sympy.Piecewise((x, sympy.Not(x > 0)), (0, True)),
+         "tf.where(x <= 0.0, x, 0.0)"),
+        ("float32", sympy.Piecewise((x, (x > 0) & (y > 0) & (z > 0)), (0, True)),
+         "tf.where(tf.math.logical_and(tf.math.logical_and(x > 0.0, y > 0.0), z > 0.0), x, 0.0)"),
+        ("float32", sympy.Piecewise((x, (x > 0) | (y > 0)), (0, True)),
+         "tf.where(tf.math.logical_or(x > 0.0, y > 0.0), x, 0.0)"),
+        ("float32", sympy.Max(y, x, 2), "tf.math.maximum(tf.math.maximum(x, y), 2.0)"),
+        ("float32", sympy.Min(2, x), "tf.math.minimum(x, 2.0)"),
+    ],
+)
+def test_expressions_by_dtype(dtype, expr, text):
+    assert TFPrinter(dtype).value(expr) == text
+
+
+def test_opaque_steps():
+    from gradgen import functions as fn
+
+    p = TFPrinter("float32")
+    assert p.value(fn.Square(x)) == "x * x"
+    assert p.value(fn.Square(x + 1)) == "tf.math.square(x + 1.0)"
+    assert p.value(fn.Recip(x + 1)) == "(1.0 / (x + 1.0))"
+    assert p.value(fn.Square(fn.Recip(x + 1))) == "tf.math.square(1.0 / (x + 1.0))"
+    assert p.value(fn.Guard(x, x > 0, 1)) == "tf.where(x > 0.0, x, 1.0)"
+    assert p.value(fn.nan_outside(x + 1, x >= -1)) == (
+        "tf.where(x >= -1.0, x + 1.0, tf.constant(math.nan, dtype=tf.float32))"
+    )
+    assert p.uses_math
+    # a constant held as an atom: c/q as (c / q); other constants parenthesized when compound
+    assert p.value(fn.Const(sympy.sqrt(2) / 2) * x) == "(math.sqrt(2) / 2) * x"
+    assert p.value(fn.Const(-sympy.sqrt(2) / 2) * x) == "(-math.sqrt(2) / 2) * x"
+    assert p.value(fn.Const(3 * sympy.sqrt(2) / 2) * x) == "((3/2)*math.sqrt(2)) * x"
+    assert p.value(fn.Const(sympy.sqrt(2)) * x) == "(math.sqrt(2)) * x"
+    assert p.value(fn.Const(sympy.pi) * x) == "math.pi * x"
+    assert p.value(fn.Const(sympy.Rational(1, 3)) * x) == "(1.0 / 3.0) * x"
+
+
+def test_print_errors_name_the_function():
+    cases = [
+        (sympy.exp(1000) * x, "constant", "constant exp(1000) is not finite in float64"),
+        (sympy.Piecewise((x, x > 0)), "Piecewise", "a Piecewise without a final True branch"),
+        (sympy.Function("mystery")(x), "mystery", "mystery has no TensorFlow form"),
+        (sympy.Heaviside(x), "Heaviside", "Heaviside has no TensorFlow form"),
+    ]
+    for expr, function, message in cases:
+        with pytest.raises(PrintError) as info:
+            TFPrinter("float32").value(expr)
+        assert (info.value.function, str(info.value)) == (function, message)
