@@ -207,7 +207,8 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
     tests_dir = tests_dir or config.emit_tests
 
     def action():
-        from .emit import apply, generate_all, generate_tests, plan, write_files
+        from .emit import generate_all, generate_tests
+        from .outputs import apply, plan, write_files
 
         generated = generate_all(specs, out, verify, reporter.progress,
                                  reporter.strict_accuracy)
@@ -262,7 +263,8 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
     tests_dir = tests_dir or config.emit_tests
 
     def action():
-        from .emit import generate_all, generate_tests, plan
+        from .emit import generate_all, generate_tests
+        from .outputs import plan
 
         generated = generate_all(specs, out, verify, reporter.progress,
                                  reporter.strict_accuracy)
