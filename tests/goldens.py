@@ -147,6 +147,30 @@ _CASES: list[tuple] = [
     ("where(w > 0, w, w)", CPLX), ("w * 2 ** 1j", CPLX), ("det(z) * conj", CPLX), ("sum(z) + trace(z)", CPLX),
     ("sum(abs(z))", CPLX), ("softmax(z, 0)", CPLX),
 ]
+# Derivation: complex functions (holomorphic or refused), the reductions' stable rewrites.
+_CASES += [
+    *((f"{name}(w)", CPLX) for name in (
+        "exp", "log", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "tanh", "asinh", "acosh", "atanh", "abs", "sign", "floor", "erf", "sigmoid",
+        "softplus", "expm1", "log1p",
+    )),
+    ("w ** 2 + 1 / w - w ** 0.5", CPLX), ("inverse(z) @ z + transpose(z)", CPLX),
+    ("det(z) * trace(z)", CPLX), ("log(det(z))", CPLX), ("einsum('ij,jk->ik', z, z)", CPLX),
+    ("a - logsumexp(a, axis=1, keepdims=True)", MAT), ("log(softmax(a, axis=0))", MAT),
+    ("log(sum(exp(a)))", MAT), ("log(mean(exp(a), axis=1))", MAT),
+    ("log(sum(exp(a), axis=1, keepdims=True))", MAT), ("log(sum(exp(t), axis=[0, 2]))", MAT),
+    ("log(sum(exp(t), axis=[1, 2]))", MAT), ("log(sum(exp(a - 1), axis=0))", MAT),
+    ("log(sum(2 * exp(a), axis=0))", MAT), ("log(sum(exp(a) / 2, axis=0))", MAT),
+    ("exp(a) / sum(exp(a), axis=1, keepdims=True)", MAT), ("log(sum(exp(c)))", MAT),
+    ("sum(a * log_softmax(a, axis=1), axis=1)", MAT), ("log_softmax(t, axis=[1, 2])", MAT),
+    ("logsumexp(t, axis=[0, 2]) + mean(t, axis=1)", MAT), ("sum(log(softmax(t)), axis=2)", MAT),
+    ("max(a, axis=0) + min(a, axis=1)", MAT), ("max(t, axis=[0, 2], keepdims=True)", MAT),
+    ("log(sum(exp(u)))", NAMED), ("softmax(r, axis=0) * r", NAMED), ("mean(m, axis=1)", NAMED),
+    ("log(1 + exp(x))", V3), ("log(exp(x) + exp(y))", V3), ("sqrt(x ** 2 + y ** 2)", V3),
+    ("x ** -13 - x ** -7", V3), ("1 / (1 + exp(-x))", V3), ("log(1 - exp(-abs(x)) + y)", V3),
+    ("(exp(x) - 1) / x", V3), ("x * y - x * y + exp(x) * 0", V3), ("Heaviside(x) * x", V3),
+    ("sign(x) * floor(y) + ceiling(x)", V3), ("abs(x) + Max(x, y) + Min(x, 0)", V3),
+]
 # where: named intermediates; the output uses them.
 _WHERE_CASES: list[tuple] = [
     ("s * 2", {"x": [4, 1], "y": [3]}, {"s": "x + y"}),
@@ -246,7 +270,8 @@ def describe_expression(spec_text: str) -> str:
     from gradgen.spec import parse_spec
 
     try:
-        program = parse_op(parse_spec(spec_text.encode(), "s.yaml"), 0)
+        doc = parse_spec(spec_text.encode(), "s.yaml")
+        program = parse_op(doc, 0)
     except SpecError as e:
         return "\n".join("refused: " + d.format() for d in e.diagnostics)
 
@@ -275,7 +300,31 @@ def describe_expression(spec_text: str) -> str:
         lines.append(f"where {name} = {term(t)}")
     for o in program.outputs:
         lines.append(f"output {o.name} = {term(o.term)}\n    key {list(o.key)}")
-    return "\n".join(lines)
+    return "\n".join(lines + _derived(doc))
+
+
+def _derived(doc) -> list[str]:
+    """The code gradgen derives and prints for the op of ``doc`` (statements with their
+    comments), or the refusal."""
+    from gradgen.derive import derive_op
+    from gradgen.errors import SpecError
+    from gradgen.views import RenderError, op_views
+
+    try:
+        views = op_views(derive_op(doc, 0)).to_json()
+    except SpecError as e:
+        return ["derive refused: " + d.format() for d in e.diagnostics]
+    except RenderError as e:
+        return [f"print refused: {e}"]
+    module = views["module"]
+    lines = [f"helpers {views['helpers']}, math {views['uses_math']}, "
+             f"recompute {module['recompute']}"]
+    for part in ("forward", "recomputed", "backward"):
+        for statement in module[part]:
+            lines += [f"  # {c}" for c in statement["comments"]]
+            lines.append(f"  {part}: {statement['code']}")
+    lines.append(f"  returns {module['returns']}; gradients {module['grad_returns']}")
+    return lines
 
 
 def expressions_record() -> str:
