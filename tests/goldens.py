@@ -251,9 +251,21 @@ _TEXTS += [
 ]
 
 
+# The same expressions in each float dtype: guard thresholds, Taylor degrees and the
+# half-precision power policy are chosen per dtype.
+_DTYPE_CASES = [
+    "log(1 + exp(x))", "sqrt(x ** 2 + y ** 2)", "(exp(x) - 1) / x", "sin(x) / x",
+    "x ** -13 - x ** -7 + x ** -2", "log(1 - exp(-abs(x)) + y)", "sqrt(x) * log(x)",
+    "x * log(x) + y * log1p(-y)", "log(cosh(x))", "erfc(x) * exp(x ** 2)",
+    "tanh(x) * sigmoid(-x)", "log(sum(exp(x)))", "x / sqrt(x ** 2 + 1)",
+]
+
+
 def expression_cases() -> list[str]:
     """The spec texts of the expression record, in order."""
     texts = [_spec_text(text, inputs, None) for text, inputs in _CASES]
+    texts += [_spec_text(text, V3, None, dtype) for dtype in ("float16", "bfloat16", "float64")
+              for text in _DTYPE_CASES]
     texts += [_spec_text(text, inputs, where) for text, inputs, where in _WHERE_CASES]
     texts += [_spec_text(f"x * 2 + ({text})", MAT, None) for text in _INNER]
     return texts + _TEXTS
