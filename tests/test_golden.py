@@ -4,6 +4,7 @@ rewritten here. ``python tests/regen_golden.py`` rewrites them; review the diff.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 
 import pytest
@@ -20,8 +21,10 @@ from goldens import (
 _REGEN = "python tests/regen_golden.py"
 
 
+@functools.lru_cache(maxsize=1)
 def _recorded_expressions() -> list[str]:
-    """The expression record split per case (its '## i:' header lines removed)."""
+    """The expression record split per case (its '## i:' header lines removed); read
+    once per session, not once per case."""
     text = EXPRESSIONS_GOLDEN.read_text()
     chunks = text.split("\n## ")
     return ["\n".join(chunk.split("\n")[1:]).rstrip("\n") for chunk in chunks]
