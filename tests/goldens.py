@@ -146,6 +146,17 @@ _CASES: list[tuple] = [
     ("z @ z + 2j", CPLX), ("z * (1 + 2j) + I", CPLX), ("w * 1e400j", CPLX),
     ("where(w > 0, w, w)", CPLX), ("w * 2 ** 1j", CPLX), ("det(z) * conj", CPLX), ("sum(z) + trace(z)", CPLX),
     ("sum(abs(z))", CPLX), ("softmax(z, 0)", CPLX),
+    # the edges of the checks: a float literal at 2**53 (an integer) and past it (a float),
+    # a control character next to the printable range, a complex constant in a
+    # parenthesised expression (its column is the expression's, not the value's), names
+    # close to pi and E, infinities that only one sign of reaches
+    ("x * 9007199254740992.0", V3), ("x * 9007199254740994.0", V3), ("x + \x7f", V3),
+    ("(x * sqrt(-2))", V3), ("pii * x", V3), ("EE * x", V3), ("atanh(1) + x", V3),
+    ("atanh(-1) + x", V3), ("det(q)", {"q": [2, 3, 3]}),
+    # a known size meeting an unknown one: the size is recorded for the build-time checks
+    ("m @ k", {"m": [None, None], "k": [5, 2]}),
+    ("einsum('ij,jk->ik', m, k)", {"m": [None, None], "k": [5, 2]}),
+    ("det(r) + inverse(r)", {"r": [None, 5]}),
 ]
 # Derivation: complex functions (holomorphic or refused), the reductions' stable rewrites.
 _CASES += [
@@ -191,6 +202,11 @@ _WHERE_CASES: list[tuple] = [
     ("w + 1", MAT, {"w": "logsumexp(a) * 2"}),
     ("w + 1", MAT, {"w": "a @ b * 2"}),
     ("w + 1", MAT, {"w": "transpose(a) * 2"}),
+    # at the size where an intermediate becomes its own step (60: inlined; 62: a step)
+    ("big * 2", V3, {"big": " + ".join(f"exp({k} * x) * sin(y)" for k in range(1, 9))
+                     + " + sin(x) * sin(y)"}),
+    ("big * 2", V3, {"big": " + ".join(f"exp({k} * x) * sin(y)" for k in range(1, 9))
+                     + " + sin(x) * sin(2 * y)"}),
 ]
 # Refusals of a part of an expression: each is written inside a larger one, so that the
 # diagnostic's column shows which part it points at.
@@ -201,6 +217,10 @@ _INNER = [
     "exp(x, c)", "Max(x)", "foo(x)", "z", "exp", "x(1)", "2j", "I", "1 / 0", "x // x",
     "[x]", "'a'", "None", "x if x else x", "where(c > 0, x, t)", "where(x > 0 or c, x, x)",
     "log(-1)", "10 ** 400", "where(x > 0, c > 0, x)", "max(a, b)", "einsum('ij->i', a, a)",
+    "a + b", "where(a > 0 and b > 0, x, x)", "where(a > b, x, x)", "exp(x > 0)",
+    "Piecewise((a, c > 0), (b, True))", "sqrt(x, x)", "log(x, x, x)", "log(a, b)",
+    "atan2(a, b)", "Max(a, b)", "transpose(a, a)", "det(s, s)", "exp(x)(2)",
+    "where(sqrt(-1) > 0, x, x)", "atanh(1)", "atanh(-1)",
 ]
 
 
@@ -248,6 +268,16 @@ _TEXTS += [
     _BLOCK + "      x)\n      + (x\n",
     _BLOCK + "      (x\n      + x\n",
     _BLOCK + "      {x\n      + x}\n",
+    # an input named X (a letter next to no bracket or quote) in multi-line texts
+    _BLOCK.replace("{x: [3]}", "{X: [3]}") + "      X\n      + X\n",
+    _BLOCK.replace("{x: [3]}", "{X: [3]}") + "      X + (\n      2 * X\n",
+    # no float input: the module's dtype when it is a float one, else float32
+    "version: 1\nmodule: m\ndtype: int32\nops:\n  - name: f\n    inputs: {n: [3]}\n"
+    "    output: n * 2\n",
+    # outputs named like their whole expressions' steps; the op's doc and memory policy
+    "version: 1\nmodule: m\nops:\n  - name: f\n    doc: Two views of s.\n"
+    "    memory: recompute\n    inputs: {s: [3, 3]}\n"
+    "    outputs:\n      ld: log(det(s))\n      inv: inverse(s) * 2\n",
 ]
 
 
@@ -293,7 +323,8 @@ def describe_expression(spec_text: str) -> str:
         return (f"{sympy.srepr(t.expr)}\n    {kind} of shape {format_shape(t.shape)}, "
                 f"leaves [{leaves}]")
 
-    lines = [f"dtype {program.dtype}, single {program.single}"]
+    lines = [f"op {program.name} key {list(program.key)} doc {program.doc!r} memory "
+             f"{program.memory}", f"dtype {program.dtype}, single {program.single}"]
     for v in program.inputs:
         lines.append(f"input {v.name}: {sympy.srepr(v.symbol)} {format_shape(v.shape)} "
                      f"declared {list(v.declared)} {v.dtype} key {list(v.key)}")

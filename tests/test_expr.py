@@ -216,3 +216,64 @@ def test_multiline_block_expressions_keep_line_positions():
         parse_op(parse_spec(text.encode(), "s.yaml"), 0)
     d = info.value.diagnostics[0]
     assert (d.location.line, d.location.col) == (8, 11)
+
+
+def _ast_parts(text: str) -> int:
+    import ast
+
+    return sum(1 for _ in ast.walk(ast.parse(text, mode="eval").body))
+
+
+def test_the_size_bound_counts_every_part_of_the_tree():
+    from gradgen.expr import MAX_AST_NODES
+
+    # Max(x, ..., x, 1): the Call, its Name and Load, 2 per x (a Name and its Load), 1
+    at_bound = "Max(" + "x, " * ((MAX_AST_NODES - 4) // 2) + "1)"
+    assert _ast_parts(at_bound) == MAX_AST_NODES
+    assert program(at_bound).outputs[0].term.expr.has(X)  # exactly at the bound: accepted
+    over = at_bound[:-1] + ", 1)"
+    assert _ast_parts(over) == MAX_AST_NODES + 1
+    assert refused(over) == f"expression has more than {MAX_AST_NODES} parts"
+
+
+def test_a_tree_python_cannot_build_is_refused_not_a_traceback():
+    from gradgen.spec import MAX_EXPRESSION_CHARS
+
+    text = "-" * (MAX_EXPRESSION_CHARS - 1) + "x"  # Python's parser runs out of stack
+    with pytest.raises(SpecError) as info:
+        program(text)
+    (d,) = info.value.diagnostics
+    assert (d.message, d.field) == ("expression is nested too deeply or too large", "output")
+
+
+def test_running_out_of_stack_while_building_is_a_diagnostic(monkeypatch):
+    from gradgen.expr import _Parser
+
+    def deep(self, node):
+        raise RecursionError
+
+    monkeypatch.setattr(_Parser, "visit_BinOp", deep)
+    with pytest.raises(SpecError) as info:
+        program("x * 2")
+    (d,) = info.value.diagnostics
+    assert (d.message, d.field) == ("expression is nested too deeply", "output")
+
+
+def test_a_node_type_without_a_visitor_is_refused_by_name():
+    """A node type a later Python adds (3.14's template strings) is refused, named."""
+    import ast
+
+    from gradgen.expr import _Parser
+
+    class TemplateStr(ast.expr):
+        _fields = ()
+
+    node = ast.BinOp(ast.Name("x", ast.Load()), ast.Add(), TemplateStr())
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [
+        {"name": "f", "inputs": {"x": [3]}, "output": "x"}]})
+    parser = _Parser(parse_spec(text.encode(), "s.yaml"), "f", None, False)
+    parser.names["x"] = program("x").outputs[0].term
+    with pytest.raises(Exception) as info:
+        parser.visit(node)
+    assert info.value.message == "'TemplateStr' is not allowed in an expression"
+    assert info.value.node is node.right
