@@ -123,15 +123,20 @@ def test_norm_at_origin_and_at_3_4(tf, stab):
     np.testing.assert_allclose(gy, [0.0, 0.8], rtol=1e-6)
 
 
-def test_sqrt_piecewise_first_and_second_order(tf, stab):
-    x = tf.constant([-1.0, 0.0, 4.0])
+def first_and_second(tf, fn, values):
+    """The first and second derivatives of an elementwise ``fn`` at ``values``."""
+    x = tf.constant(values)
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
             inner.watch(x)
-            y = stab.sqrt_relu(x)
+            y = fn(x)
         g = inner.gradient(y, x)
-    h = outer.gradient(g, x)
+    return g, outer.gradient(g, x)
+
+
+def test_sqrt_piecewise_first_and_second_order(tf, stab):
+    g, h = first_and_second(tf, stab.sqrt_relu, [-1.0, 0.0, 4.0])
     np.testing.assert_allclose(g.numpy(), [0.0, 0.0, 0.25])
     assert np.all(np.isfinite(h.numpy()))
     np.testing.assert_allclose(h.numpy(), [0.0, 0.0, -1 / 32])
@@ -143,3 +148,19 @@ def test_piecewise_with_integer_constants_gives_a_float_gradient(tf, kinks):
     assert g.dtype == np.float32
     np.testing.assert_array_equal(g, [0.0, 1.0])
     assert kinks.relu(x).dtype == tf.float32
+
+
+def test_a_branch_after_an_equality_is_guarded_where_it_is_finite(tf, build):
+    """where(x == 1, 1, where(x > 0, log(x)/(x - 1), 0)): where not selected, the branch is
+    evaluated at x = 2 (it was x = 1, its 0/0, which the outer where masked); first and
+    second order are finite and right."""
+    module = build(
+        "version: 1\nmodule: eqbranch\nops:\n  - name: f\n    inputs: {x: [null]}\n"
+        "    output: where(x == 1, 1, where(x > 0, log(x) / (x - 1), 0))\n",
+        audit=False,
+    )
+    g, h = first_and_second(tf, module.f, [-2.0, 0.0, 0.5, 1.0, 3.0])
+    assert np.all(np.isfinite(g.numpy())) and np.all(np.isfinite(h.numpy()))
+    # d/dx log(x)/(x-1) = (1/x - log(x)/(x-1)) / (x-1); at 0.5: (2 + 2 log 0.5) / -0.5
+    want = [0.0, 0.0, (2 - 2 * np.log(2)) / -0.5, 0.0, (1 / 3 - np.log(3) / 2) / 2]
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-7)

@@ -182,7 +182,8 @@ def _limit(expr, v):
         return None
     try:
         value = sympy.limit(_standard(expr), v, 0, "+-")
-    except (ValueError, NotImplementedError, TypeError, ZeroDivisionError):
+    except (ValueError, NotImplementedError, TypeError, ZeroDivisionError, RecursionError):
+        # SymPy cannot find it (hypot(0, x) / x recurses in limit): no fill, not a crash
         return None
     if value.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan, sympy.Limit, v):
         return None
@@ -226,7 +227,7 @@ def _taylor(expr, v, degree: int):
         # coefficients in other inputs may hold 1/Abs(r)... that Horner's own Poly
         # refuses as generators (pseudo-Huber d**2*(sqrt(1 + (r/d)**2) - 1))
         return sympy.horner(poly.as_expr(), wrt=v)
-    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError):
+    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError, RecursionError):
         return None
 
 
@@ -375,8 +376,10 @@ def _relations(cond) -> list | None:
     return None
 
 
-def _safe_values(cond) -> dict:
-    """{u: a value of u that satisfies ``cond`` (away from its boundary)}."""
+def _safe_values(cond, branch=sympy.S.Zero) -> dict:
+    """{u: a value of u that satisfies ``cond`` (away from its boundary)} at which
+    ``branch`` is not known to be infinite or NaN (``log(x) / (x - 1)`` under ``x > 0``:
+    2, not 1)."""
     relations = _relations(cond)
     if not relations:
         return {}
@@ -389,26 +392,37 @@ def _safe_values(cond) -> dict:
         bounds.setdefault(u, []).append((kind, value))
     out = {}
     for u, items in bounds.items():
-        kinds = {k for k, _ in items}
         lows = [v for k, v in items if k == "lower"]
         highs = [v for k, v in items if k == "upper"]
         points = [v for k, v in items if k == "point"]
         nots = [v for k, v in items if k == "not"]
+        # candidates in order of preference; the first that no != bound excludes and
+        # that keeps the branch finite wins (x > 0 and x != 1: 2, not 1)
         if points:
-            out[u] = points[0]
+            candidates = points[:1]
         elif lows and highs:
             if len(lows) > 1 or len(highs) > 1:
                 continue
-            out[u] = (lows[0] + highs[0]) / 2
+            lo, hi = lows[0], highs[0]
+            candidates = [lo + (hi - lo) * k / 8 for k in (4, 3, 5, 2, 6, 1, 7)]
         elif lows:
-            out[u] = lows[0] + 1 if len(lows) == 1 else None
+            candidates = [lows[0] + k for k in (1, 2, 3)] if len(lows) == 1 else []
         elif highs:
-            out[u] = highs[0] - 1 if len(highs) == 1 else None
-        elif kinds == {"not"}:
-            out[u] = nots[0] + 1 if len(nots) == 1 else None
-        if out.get(u) is None:
-            out.pop(u, None)
+            candidates = [highs[0] - k for k in (1, 2, 3)] if len(highs) == 1 else []
+        else:  # only != bounds
+            candidates = [nots[0] + 1] if len(nots) == 1 else []
+        safe = next((c for c in candidates if c not in nots and _finite_at(branch, u, c)),
+                    None)
+        if safe is not None:
+            out[u] = safe
     return out
+
+
+def _finite_at(expr, u, c) -> bool:
+    """False when ``expr`` at ``u = c`` is infinite or NaN (0/0 is NaN; SymPy leaves NaN's
+    finiteness unknown); True when finite or unknown (other symbols remain)."""
+    at = expr.subs(u, c)
+    return not (at.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo) or at.is_finite is False)
 
 
 def _needs_guard(value, u) -> bool:
@@ -440,7 +454,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 *(sympy.Not(c) for c in earlier),
             )
             earlier.append(cond)
-            safe = _safe_values(effective) if effective is not sympy.true else {}
+            safe = _safe_values(effective, value) if effective is not sympy.true else {}
             mapping = {
                 u: Guard(u, effective, v)
                 for u, v in safe.items()
