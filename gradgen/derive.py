@@ -163,8 +163,8 @@ class _Deriver:
     # ------------------------------------------------------------------ helpers
 
     def _key(self, key) -> str:
-        rest = format_key_path(key[2:])
-        return f"{self.p.name}.{rest}" if rest else self.p.name
+        """``op.output``, ``op.where.t``: the keys of expressions are never the op's own."""
+        return f"{self.p.name}.{format_key_path(key[2:])}"
 
     def _error(self, key, message: str) -> SpecError:
         return SpecError(
@@ -336,7 +336,7 @@ class _Deriver:
             for e in ir.value_exprs(stmt.value)
             for s in e.free_symbols
         }
-        casts = tuple(
+        casts = tuple(  # an integer input's cast, where the float value is used
             ir.Statement(
                 floats[v.symbol].name,
                 ir.Call("cast", (v.symbol,), (("dtype", p.dtype),)),
@@ -361,7 +361,6 @@ class _Deriver:
                     differentiable=v.differentiable,
                     is_integer=v.is_integer,
                     grad=grads.get(v.name),
-                    used=v.name in used or (v.symbol in floats and floats[v.symbol].name in used),
                 )
                 for v in p.inputs
             ),

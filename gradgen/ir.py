@@ -135,7 +135,6 @@ class InputIR:
         differentiable: whether a gradient is returned.
         is_integer: integer dtype (cast to the op's dtype where used).
         grad: local name of its gradient in the backward function, or None.
-        used: whether the forward computation reads it.
     """
 
     name: str
@@ -145,7 +144,6 @@ class InputIR:
     differentiable: bool
     is_integer: bool
     grad: str | None
-    used: bool
 
 
 @dataclass(frozen=True)

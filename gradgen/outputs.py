@@ -93,7 +93,7 @@ def changed_ops(old: str, new: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _diff(old: str, new: str, rel: str, old_label: str, new_label: str) -> str:
+def _diff(old: str, new: str, old_label: str, new_label: str) -> str:
     return "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True), new.splitlines(keepends=True), old_label, new_label
@@ -113,13 +113,13 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
     for rel, text in files.items():
         target = folder / rel
         if not target.exists():
-            out.append(FileStatus(rel, "missing", _diff("", text, rel, "/dev/null", rel)))
+            out.append(FileStatus(rel, "missing", _diff("", text, "/dev/null", rel)))
             continue
         current = target.read_bytes().decode("utf-8", errors="replace")
         if current == text:
             out.append(FileStatus(rel, "unchanged"))
             continue
-        diff = _diff(current, text, rel, f"{rel} (on disk)", f"{rel} (generated)")
+        diff = _diff(current, text, f"{rel} (on disk)", f"{rel} (generated)")
         out.append(FileStatus(rel, "changed", diff, changed_ops(current, text)))
     given = {os.path.realpath(p) for p in spec_paths}
     if folder.is_dir():
@@ -136,7 +136,7 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
                 "its spec now generates another module"
             )
             text = path.read_text(encoding="utf-8", errors="replace")
-            diff = _diff(text, "", path.name, f"{path.name} (on disk)", "/dev/null")
+            diff = _diff(text, "", f"{path.name} (on disk)", "/dev/null")
             out.append(FileStatus(path.name, "orphaned", diff, (why,)))
     return out
 

@@ -284,7 +284,8 @@ class TFPrinter(TensorflowPrinter):
     def _print_Mul(self, expr):
         factors = sympy.Mul.make_args(expr)
         numeric = [f for f in factors if f.is_number]
-        if any(not f.is_Rational for f in numeric) and len(numeric) < len(factors):
+        # (a Mul of numbers only is printed as one number by _print, never reaches here)
+        if any(not f.is_Rational for f in numeric):
             # the numeric factors (2, 1/sqrt(pi)...) as one coefficient: 2/math.sqrt(math.pi)
             coeff = sympy.Mul(*numeric)
             negative = coeff.is_real and coeff.is_negative
@@ -306,7 +307,7 @@ class TFPrinter(TensorflowPrinter):
                 denominator.append(sympy.Integer(coeff.q))
             else:
                 numerator.append(self._number(coeff))
-        for factor in rest.as_ordered_factors() if rest != 1 else ():
+        for factor in rest.as_ordered_factors():  # rest has the non-numeric factors
             if (
                 isinstance(factor, sympy.Pow)
                 and factor.exp.is_Rational

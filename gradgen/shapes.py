@@ -280,7 +280,7 @@ def normalize_axes(axes, rank: int) -> tuple[int, ...]:
     for axis in axes:
         if not -rank <= axis < rank:
             raise ShapeError(f"axis {axis} is out of range for rank {rank}")
-        axis = axis % rank if rank else axis
+        axis %= rank  # rank > 0: with rank 0 no axis is in range
         if axis in out:
             raise ShapeError(f"axis {axis} is repeated")
         out.append(axis)

@@ -156,7 +156,9 @@ _CASES: list[tuple] = [
     # a known size meeting an unknown one: the size is recorded for the build-time checks
     ("m @ k", {"m": [None, None], "k": [5, 2]}),
     ("einsum('ij,jk->ik', m, k)", {"m": [None, None], "k": [5, 2]}),
-    ("det(r) + inverse(r)", {"r": [None, 5]}),
+    ("det(r) + inverse(r)", {"r": [None, 5]}), ("trace(m) * 2", NAMED),
+    # the safe value of a branch after where(x == 1, ...) avoids x = 1
+    ("where(x == 1, 1, where(x > 0, log(x) / (x - 1), 0))", V3),
 ]
 # Derivation: complex functions (holomorphic or refused), the reductions' stable rewrites.
 _CASES += [
@@ -354,7 +356,8 @@ def _derived(doc) -> list[str]:
     from gradgen.views import RenderError, op_views
 
     try:
-        views = op_views(derive_op(doc, 0)).to_json()
+        op = derive_op(doc, 0)
+        views = op_views(op).to_json()
     except SpecError as e:
         return ["derive refused: " + d.format() for d in e.diagnostics]
     except RenderError as e:
@@ -367,6 +370,18 @@ def _derived(doc) -> list[str]:
             lines += [f"  # {c}" for c in statement["comments"]]
             lines.append(f"  {part}: {statement['code']}")
     lines.append(f"  returns {module['returns']}; gradients {module['grad_returns']}")
+    # what else the templates receive: the signature, the input checks, the docstring
+    # (partials, VJPs, unbroadcasts, rewrites, shapes), and the emitted test's reference
+    # forward and cases
+    lines.append(f"  def {module['name']}({module['params']}) -> {module['impl']}, "
+                 f"grad {module['grad_fn']}({module['upstreams']})")
+    lines += [f"  check: {c}" for c in module["checks"]]
+    lines += ["  doc: " + line if line else "  doc:" for line in
+              module["docstring"].strip('"').strip("\n").splitlines()]
+    test = views["test"]
+    lines += [f"  test reference: {r['code']}" for r in test["reference"]]
+    lines.append(f"  test returns {test['returns']}; cases {json.dumps(views['cases'])}")
+    lines += [f"  unbroadcast {name}: {'; '.join(plans)}" for name, plans in op.reductions]
     return lines
 
 

@@ -120,3 +120,21 @@ def test_mean_of_squares_plus_eps_needs_no_zero_guard(tmp_path):
                      {"x": [None, 8]}, tmp_path, where={"d": "x - mean(x, axis=-1, keepdims=True)"})
     assert "not_equal" not in text and "tf.where" not in text
     assert "tf.math.rsqrt(t)" in text
+
+
+def test_a_derivative_over_the_size_bound_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", 3)
+    with pytest.raises(SpecError) as info:
+        source("exp(sin(x) * cos(y))", {"x": [3], "y": [3]}, tmp_path)
+    (d,) = info.value.diagnostics
+    assert d.message == (
+        "the derivative d(out)/d(x) has more than 3 operations; "
+        "split the expression into `where` intermediates"
+    )
+    assert d.field == "output"
+
+
+@pytest.mark.parametrize("length, shown", [(240, "a" * 240), (241, "a" * 237 + "...")])
+def test_long_formulas_are_shortened_to_the_limit(length, shown):
+    assert gradgen.derive.FORMULA_MAX_CHARS == 240
+    assert gradgen.derive._shorten("a" * length) == shown

@@ -210,3 +210,73 @@ def test_print_errors_name_the_function():
         with pytest.raises(PrintError) as info:
             TFPrinter("float32").value(expr)
         assert (info.value.function, str(info.value)) == (function, message)
+
+
+def test_call_operands_are_parenthesized_unless_atomic():
+    p = TFPrinter("float32")
+    add, mul, div = (ir.Call(name, (x, y)) for name in ("add", "mul", "div"))
+    cases = [
+        # add, mul and div calls are operators: parenthesized as operands
+        (ir.Call("mul", (add, u)), "(x + y) * upstream"),
+        (ir.Call("mul", (mul, u)), "(x * y) * upstream"),
+        (ir.Call("div", (u, div)), "upstream / (x / y)"),
+        # other calls are function calls: not parenthesized
+        (ir.Call("mul", (ir.Call("transpose", (x,)), u)),
+         "tf.linalg.matrix_transpose(x) * upstream"),
+        # a SymPy operand: parenthesized unless an atom or a function
+        (ir.Call("mul", (x + y, u)), "(x + y) * upstream"),
+        (ir.Call("div", (x + y, u)), "(x + y) / upstream"),
+        (ir.Call("div", (u, x + y)), "upstream / (x + y)"),
+        (ir.Call("div", (sympy.exp(x), y)), "tf.math.exp(x) / y"),
+    ]
+    for value, text in cases:
+        assert print_value(p, value) == text
+
+
+def test_matmul_and_eye_calls():
+    p = TFPrinter("float32")
+    both = ir.Call("matmul", (x, y), (("transpose_a", True), ("transpose_b", True)))
+    assert print_value(p, both) == "tf.linalg.matmul(x, y, transpose_a=True, transpose_b=True)"
+    assert print_value(p, ir.Call("eye", (x,), (("n", 3),))) == "tf.eye(3, dtype=tf.float32)"
+    # an unknown size: the last dim of the argument, at run time
+    assert print_value(p, ir.Call("eye", (x,), (("n", None),))) == (
+        "tf.eye(tf.shape(x)[-1], dtype=tf.float32)"
+    )
+
+
+@pytest.mark.parametrize(
+    "expr, text",
+    [
+        # an empty numerator is 1.0
+        (1 / (x * y), "1.0 / (x * y)"),
+        (sympy.Rational(1, 3) / (x * y), "1.0 / (3.0 * x * y)"),
+        # tensors first in a maximum, in SymPy's sort order; numbers last
+        (sympy.Max(y, x**2), "tf.math.maximum(x * x, y)"),
+        # a compound constant inside an expression is a literal, not a tf call
+        (sympy.Max(x, sympy.sqrt(2)), "tf.math.maximum(x, math.sqrt(2))"),
+        # an unevaluated E**x is an exponential
+        (sympy.Pow(sympy.E, x, evaluate=False), "tf.math.exp(x)"),
+        # equality with the number first: the tensor comes first
+        (sympy.Eq(1, x), "tf.math.equal(x, 1.0)"),
+        # `not` of a condition SymPy cannot negate (from a spec's `not (a and b)`)
+        (sympy.Piecewise((x, sympy.Not((x > 0) & (y > 0))), (y, True)),
+         "tf.where(tf.math.logical_not(tf.math.logical_and(x > 0.0, y > 0.0)), x, y)"),
+    ],
+)
+def test_more_expressions(expr, text):
+    assert TFPrinter("float32").value(expr) == text
+
+
+def test_non_real_constants_are_complex_literals():
+    # even when the imaginary part underflows in float64
+    assert TFPrinter("complex128").value(1 + sympy.I * sympy.exp(-800)) == (
+        "tf.constant((1+0j), dtype=tf.complex128)"
+    )
+
+
+def test_a_piecewise_whose_last_condition_is_not_true_is_refused():
+    with pytest.raises(PrintError) as info:
+        TFPrinter("float32").value(sympy.Piecewise((x, x > 0), (y, x < 0)))
+    assert (info.value.function, str(info.value)) == (
+        "Piecewise", "a Piecewise without a final True branch"
+    )

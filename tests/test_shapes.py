@@ -358,6 +358,9 @@ def test_dynamic_repr():
         (("n", 1), (5, 3), DYN),  # n may be 1 or 5
         ((1, N1), (3, B), DYN),  # a static axis does not make the plan static
         ((2, N1), (2, B), DYN),
+        # a known size other than 1 is never summed, whatever the output's dim says
+        ((3,), (B,), S()),
+        ((4, 1), (B, 5), S((), (1,))),
     ],
 )
 def test_reduction_plan(input_shape, output_shape, plan):

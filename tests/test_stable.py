@@ -84,11 +84,183 @@ def test_rule(name):
     rewritten, used = stable.rewrite(before, (stable.RULES_BY_NAME[name],))
     assert rewritten == after
     assert used == (name,)
+    _assert_same_values(before, after)
+
+
+def _assert_same_values(before, after):
     # same value at a few points, at 50 digits
     for xv, yv in [(0.3, 0.7), (-2.0, 1.5), (5.0, 0.25)]:
         subs = {x: sympy.Float(xv, 50), y: sympy.Float(yv, 50)}
         a, b = before.evalf(50, subs=subs), after.evalf(50, subs=subs)
         assert abs(a - b) <= 1e-40 * max(1, abs(a))
+
+
+sqrt, Piecewise, Eq, Ne = sympy.sqrt, sympy.Piecewise, sympy.Eq, sympy.Ne
+_p = y**2 / (1 + y**2)  # a probability at every test point, for the logit forms
+
+# rule -> [(input, expected rewrite)], the other written forms each matcher accepts;
+# expected None: a near miss, where the rule must leave the input alone.
+FORMS = {
+    "removable_fill": [
+        # the symbol second in the condition, Ne(0, x): SymPy turns it into Ne(x, 0) unless
+        # the Piecewise is built unevaluated, as the guards build theirs
+        (
+            Piecewise((sympy.sin(x) / x, Ne(0, x)), (1, True), evaluate=False),
+            sympy.sin(x) / x,
+        ),
+        # the where(v == 0, L, f) spelling, both argument orders
+        (Piecewise((1, Eq(x, 0)), (sympy.sin(x) / x, True)), sympy.sin(x) / x),
+        (
+            Piecewise((1, Eq(0, x)), (sympy.sin(x) / x, True), evaluate=False),
+            sympy.sin(x) / x,
+        ),
+        # f(0) is erf(zoo): not NaN, not finite, but f has the limit 1
+        (Piecewise((sympy.erf(1 / x**2), Ne(x, 0)), (1, True)), sympy.erf(1 / x**2)),
+        # near misses: not a test against 0, not a real symbol, a fill that is not the
+        # limit (a jump), f defined at 0, f free of v, a third branch
+        (Piecewise((sympy.sin(x) / x, x > 0), (1, True)), None),
+        (Piecewise((sympy.sin(x) / x, Ne(x, 1)), (1, True)), None),
+        (Piecewise((sympy.sin(x * y) / (x * y), Ne(x * y, 0)), (1, True)), None),
+        (Piecewise((sympy.sin(x) / x, Ne(x, 0)), (0, True)), None),
+        (Piecewise((sympy.sin(x) / x, Ne(x, 0)), (y, True)), None),
+        (Piecewise((cosh(x), Ne(x, 0)), (1, True)), None),
+        (Piecewise((y, Ne(x, 0)), (1, True)), None),
+        (Piecewise((sympy.sin(x) / x, Ne(x, 0)), (1, y > 0), (2, True)), None),
+        # |x| / x has no limit at 0, and SymPy's limit of hypot(0, x) / x recursed without
+        # end (a RecursionError, not a refusal, before guards._limit caught it)
+        (Piecewise((fn.hypot(x, 0) / x, Ne(x, 0)), (1, True)), None),
+    ],
+    "erfc_reflection": [
+        (2 + 2 * sympy.erf(x) + y, 2 * fn.erfc(-x) + y),  # c + c*erf(u), other terms kept
+        (-1 - sympy.erf(x), -fn.erfc(-x)),  # negative c
+        (2 - sympy.erfc(x), fn.erfc(-x)),  # SymPy's spelling of erfc(-x)
+        (sympy.erfc(x) - 2, -fn.erfc(-x)),  # SymPy's erfc with k = 1
+        # near misses: gradgen's erfc(x) - 2 is kept as written; no cancellation
+        (fn.erfc(x) - 2, None),
+        (2 + sympy.erf(x), None),
+        (1 - sympy.erf(x), None),  # erf_complement's form
+    ],
+    "sqrt_conjugate": [
+        # k*sqrt(a) - k*c, c**2 cancelling a constant of a; other terms kept
+        (sqrt(x**2 + 1) - 1 + y, x**2 / (sqrt(x**2 + 1) + 1) + y),
+        (3 * sqrt(x**2 + 4) - 6, 3 * x**2 / (sqrt(x**2 + 4) + 2)),
+        (2 * sqrt(x**2 + 2) - 2 * sqrt(x**2 + 1), 2 / (sqrt(x**2 + 1) + sqrt(x**2 + 2))),
+        # hypot(c, t) - c and a difference of two hypots (radicand c**2 + t**2)
+        (fn.hypot(1, x) - 1, x**2 / (fn.hypot(1, x) + 1)),
+        (fn.hypot(1, x) - fn.hypot(2, x), -3 / (fn.hypot(1, x) + fn.hypot(2, x))),
+        # near misses: c**2 cancels nothing, c < 0, a - b not a number, a sum of roots,
+        # a constant c that is not a number
+        (sqrt(x**2 + 2) - 1, None),
+        (sqrt(x**2 + 1) + 1, None),
+        (sqrt(x**2 + y**2) - sqrt(x**2), None),
+        (sqrt(x**2 + 1) + sqrt(x**2 + 2), None),
+        (fn.hypot(x, y) - x, None),
+    ],
+    "hypot": [
+        (sqrt(4 * x**2 + y**2), fn.hypot(2 * x, y)),  # c*t**2 is (sqrt(c)*t)**2
+        (sqrt(3 * x**2 + y**2), fn.hypot(y, sqrt(3) * x)),
+        (sqrt(x**2 + 1), fn.hypot(1, x)),  # a constant c > 0 is sqrt(c)**2
+        (sqrt(x**4 + y**2), fn.hypot(x**2, y)),  # an even power
+        ((x**2 + y**2) ** sympy.Rational(3, 2), fn.hypot(x, y) ** 3),  # odd k
+        (1 / sqrt(x**2 + y**2), 1 / fn.hypot(x, y)),
+        # near misses: a negative term, an odd power, not a square root, not real
+        (sqrt(x**2 - y**2), None),
+        (sqrt(x**2 + y), None),
+        ((x**2 + y**2) ** sympy.Rational(1, 3), None),
+        (sqrt(x**2 + sympy.Symbol("z") ** 2), None),
+    ],
+    "logdiffexp": [
+        # log(c*expm1(u)) in each spelling: expm1, exp(u) - 1, 2*exp(u) - 2
+        (log(expm1(x**2)), x**2 + log1mexp(-x**2)),
+        (log(exp(x**2) - 1), x**2 + log1mexp(-x**2)),
+        (log(2 * exp(x**2) - 2), log(2) + x**2 + log1mexp(-x**2)),
+        # coefficients on the exponentials, positive and negative
+        (
+            log(2 * exp(x + 3) - exp(x - y**2)),
+            x + 3 + log(2) + log1mexp(-y**2 - 3 - log(2)),
+        ),
+        (
+            log(exp(x + 3) - 3 * exp(x - y**2)),
+            x + 3 + log1mexp(-y**2 - 3 + log(3)),
+        ),
+        # near misses: a constant other than -k, 1 - exp(u) (log1mexp's), a sum, three
+        # terms, a constant exponential, a symbolic coefficient, and log1p(w): the rule reads
+        # log only (as written; log1p(exp(x) - 2) is log(expm1(x)), not rewritten today)
+        (log(exp(x) - 2), None),
+        (log(1 - exp(x)), None),
+        (log(exp(x) + exp(y)), None),
+        (log(exp(x) - exp(y) + 1), None),
+        (log(exp(x) - exp(2)), None),
+        (log(y * exp(x) - exp(y)), None),
+        (log1p(exp(x) - 2), None),
+    ],
+    "expm1_log1p": [
+        # u not known to be >= -1: the NaN outside stays
+        (expm1(log1p(x * y / 8)), nan_outside(x * y / 8, x * y / 8 >= -1)),
+        # exp(log1p(u)) - 1 after exp_log1p
+        (nan_outside(1 + x * y / 8, x * y / 8 >= -1) - 1, nan_outside(x * y / 8, x * y / 8 >= -1)),
+        # near misses: another constant, another term, no 1 in the value, two domains
+        (nan_outside(1 + x * y / 8, x * y / 8 >= -1) - 2, None),
+        (nan_outside(1 + x * y / 8, x * y / 8 >= -1) - 1 + y, None),
+        (nan_outside(x * y / 8, x * y / 8 >= -1) - 1, None),
+        (nan_outside(2 + x * y / 8, x * y / 8 >= -1) - 1, None),
+    ],
+    "sigmoid_logit": [
+        # the spellings of the logit: -log((1 - p)/p), log(p) - log1p(-p), log(p) - log(1 - p)
+        (sigmoid(-log((1 - _p) / _p)), nan_outside(_p, _p <= 1)),
+        (sigmoid(log(_p) - log1p(-_p)), nan_outside(_p, _p <= 1)),
+        (sigmoid(log(_p) - log(1 - _p)), nan_outside(_p, _p <= 1)),
+        # near misses: a scaled log, a shifted log (both orders of the odds), log(p) +
+        # log1p(-p), log1p(+p), a log that is not of the odds, a constant
+        (sigmoid(2 * log((1 - x) / x)), None),
+        (sigmoid(log((1 - x) / x) - 1), None),
+        (sigmoid(log(x / (1 - x)) - 1), None),
+        (sigmoid(log(x) + log1p(-x)), None),
+        (sigmoid(log(x) - log1p(x)), None),
+        (sigmoid(log(2 * x)), None),
+        (sigmoid(log(x / (2 - x))), None),
+        (sigmoid(-log(2)), None),
+    ],
+    "exp_log_power": [
+        # k*log(x) as the xlogy rule leaves it: c*xlogy(k, x) + b
+        (exp(xlogy(y, x)), x**y),
+        (exp(2 * xlogy(y, x) + 1), sympy.E * x ** (2 * y)),
+        (exp(xlogy(y, x) + y), x**y * exp(y)),
+        (exp(y * log(x) + 1), sympy.E * x**y),
+        # near misses: two xlogy factors, a constant log, a product of logs
+        (exp(xlogy(y, x) * xlogy(x, y)), None),
+        (exp(y * log(2)), None),
+        (exp(log(x) * log(y)), None),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, before, after",
+    [(name, before, after) for name, rows in FORMS.items() for before, after in rows],
+    ids=[f"{name}-{i}" for name, rows in FORMS.items() for i in range(len(rows))],
+)
+def test_rule_forms(name, before, after):
+    rewritten, used = stable.rewrite(before, (stable.RULES_BY_NAME[name],))
+    if after is None:
+        assert rewritten == before and used == ()
+        return
+    assert rewritten == after
+    assert used == (name,)
+    _assert_same_values(before, after)
+
+
+# k for 1 - k*erf(x): the erf rules match k = 1 to within 10 float64 ulps, so exactly
+# 10 ulps away fires and 11 does not
+ERF_ULPS = [(1 - 10 * 2.0**-52, True), (1 - 11 * 2.0**-52, False), (1.0, True)]
+
+
+@pytest.mark.parametrize("k, fires", ERF_ULPS)
+def test_erf_complement_tolerance(k, fires):
+    before = 1 - sympy.Float(k) * sympy.erf(x)
+    rewritten, used = stable.rewrite(before, (stable.RULES_BY_NAME["erf_complement"],))
+    assert rewritten == (fn.erfc(x) if fires else before)
+    assert used == (("erf_complement",) if fires else ())
 
 
 def test_rules_compose_to_a_fixpoint():
