@@ -258,7 +258,7 @@ def one_minus_erf(u):
             -erfc(u)
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
-        is; worst error at most 2 of 24 bits.
+        is; worst error at most 4 of 24 bits.
 
     Args:
         u: float32 tensor of shape [None].

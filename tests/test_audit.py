@@ -9,6 +9,7 @@ import os
 import textwrap
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -188,6 +189,58 @@ def test_mirror_computes_in_the_dtype(tmp_path):
     # float16 overflows past 65504
     (out16,), grads16 = program.run(formats.get("float16"), {"x": np.array([300.0])})
     assert math.isinf(out16[0]) and grads16[0]["x"][0] == 600.0
+
+
+# kernel name in the mirror's tf.math -> (its exact value with mpmath, points in its domain)
+_KERNELS = {
+    "exp": (mpmath.exp, (-80, 80)), "log": (mpmath.log, (1e-30, 1e30)),
+    "log1p": (mpmath.log1p, (-0.99, 1e6)), "expm1": (mpmath.expm1, (-20, 80)),
+    "sin": (mpmath.sin, (-100, 100)), "cos": (mpmath.cos, (-100, 100)),
+    "tan": (mpmath.tan, (-1.5, 1.5)), "asin": (mpmath.asin, (-1, 1)),
+    "acos": (mpmath.acos, (-1, 1)), "atan": (mpmath.atan, (-1e4, 1e4)),
+    "sinh": (mpmath.sinh, (-80, 80)), "cosh": (mpmath.cosh, (-80, 80)),
+    "tanh": (mpmath.tanh, (-10, 10)), "asinh": (mpmath.asinh, (-1e6, 1e6)),
+    "acosh": (mpmath.acosh, (1, 1e6)), "atanh": (mpmath.atanh, (-1, 1)),
+    "erf": (mpmath.erf, (-4, 4)), "erfc": (mpmath.erfc, (-2, 9)),
+    "sigmoid": (lambda x: 1 / (1 + mpmath.exp(-x)), (-80, 80)),
+    "softplus": (lambda x: mpmath.log1p(mpmath.exp(x)), (-80, 80)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(_KERNELS))
+def test_mirror_kernels_are_the_exact_value_rounded_once(name, dtype):
+    """The same on every machine: NumPy's float32 kernels (and libm's) differ between
+    CPUs in the last bits, which moved the audit's worst error, and so the docstrings of
+    generated code, between machines."""
+    from gradgen.stability.audit.mirror import _TF
+
+    fmt = formats.get(dtype)
+    exact, (lo, hi) = _KERNELS[name]
+    rng = np.random.default_rng(7)
+    x = fmt.round(rng.uniform(lo, hi, 400)).astype(np.float64)
+    got = np.asarray(getattr(_TF(fmt, x.size).math, name)(x), dtype=np.float64)
+    with mpmath.workdps(40):
+        want = fmt.round(np.array([float(exact(mpmath.mpf(v))) for v in x]))
+    np.testing.assert_array_equal(got, np.asarray(want, dtype=np.float64))
+
+
+def test_mirror_pow_and_atan2_are_the_exact_value_rounded_once():
+    from gradgen.stability.audit.mirror import _TF
+
+    rng = np.random.default_rng(8)
+    a = F32.round(rng.uniform(0.01, 40, 400)).astype(np.float64)
+    b = F32.round(rng.uniform(-20, 20, 400)).astype(np.float64)
+    tf_ = _TF(F32, a.size)
+    with mpmath.workdps(40):
+        want_pow = F32.round(np.array([float(mpmath.power(u, v)) for u, v in zip(a, b)]))
+        want_atan2 = F32.round(np.array([float(mpmath.atan2(v, u)) for u, v in zip(a, b)]))
+    np.testing.assert_array_equal(np.asarray(tf_.math.pow(a, b)), want_pow)
+    np.testing.assert_array_equal(np.asarray(tf_.math.atan2(b, a)), want_atan2)
+    # C's special cases stay: 0 ** -1 is inf, (-8) ** (1/3) is NaN, 1 ** NaN is 1
+    special = np.asarray(tf_.math.pow(np.array([0.0, -8.0, 1.0]),
+                                      np.array([-1.0, 1 / 3, np.nan])))
+    assert special[0] == np.inf and np.isnan(special[1]) and special[2] == 1.0
 
 
 # ------------------------------------------------------------------ findings

@@ -13,9 +13,9 @@ Python numbers in arithmetic take the tensor's dtype, as TensorFlow converts the
 
 Because it runs the printed statements, the mirror follows the generated code's
 operation order exactly (``1.0 / (x * x)``, not ``x**-2``); what it cannot reproduce is
-TensorFlow's own kernels for transcendental functions, which NumPy's (or, for
-``sigmoid``, ``softplus``, ``erf`` and ``erfc``, a float64 evaluation rounded once to
-the dtype) replace: a few ulps, not a NaN.
+TensorFlow's own kernels for transcendental functions: each is taken as correctly
+rounded (its mpmath value rounded once to the dtype, as Herbie takes them), which
+differs from TensorFlow's by a few ulps, not a NaN, and is the same on every machine.
 
 Elementwise only: every input is a vector of sample points, so the reductions that
 unbroadcast a gradient (``tf.reduce_sum`` over broadcast axes, ``_unbroadcast``) sum
@@ -29,6 +29,7 @@ import math
 from functools import cache, lru_cache
 from types import SimpleNamespace
 
+import mpmath
 import numpy as np
 
 from ... import ir
@@ -121,25 +122,28 @@ class _TF:
 
     def __init__(self, fmt: Format, n: int):
         self.fmt, self.n = fmt, n
-        f = self._unary
+        f, k = self._unary, self._kernel
         math_ns = {
-            "exp": f(np.exp), "log": f(np.log), "log1p": f(np.log1p),
-            "expm1": f(np.expm1), "sqrt": f(np.sqrt),
+            "exp": k(np.exp, mpmath.exp), "log": k(np.log, mpmath.log),
+            "log1p": k(np.log1p, mpmath.log1p), "expm1": k(np.expm1, mpmath.expm1),
+            "sqrt": f(np.sqrt),
             "rsqrt": lambda x: 1.0 / np.sqrt(self._t(x)),
             "square": lambda x: self._t(x) * self._t(x),
             "reciprocal": lambda x: 1.0 / self._t(x),
             "negative": lambda x: -self._t(x),
-            "sin": f(np.sin), "cos": f(np.cos), "tan": f(np.tan),
-            "asin": f(np.arcsin), "acos": f(np.arccos), "atan": f(np.arctan),
-            "sinh": f(np.sinh), "cosh": f(np.cosh), "tanh": f(np.tanh),
-            "asinh": f(np.arcsinh), "acosh": f(np.arccosh), "atanh": f(np.arctanh),
+            "sin": k(np.sin, mpmath.sin), "cos": k(np.cos, mpmath.cos),
+            "tan": k(np.tan, mpmath.tan), "asin": k(np.arcsin, mpmath.asin),
+            "acos": k(np.arccos, mpmath.acos), "atan": k(np.arctan, mpmath.atan),
+            "sinh": k(np.sinh, mpmath.sinh), "cosh": k(np.cosh, mpmath.cosh),
+            "tanh": k(np.tanh, mpmath.tanh), "asinh": k(np.arcsinh, mpmath.asinh),
+            "acosh": k(np.arccosh, mpmath.acosh), "atanh": k(np.arctanh, mpmath.atanh),
             "abs": f(np.abs), "sign": f(np.sign), "floor": f(np.floor), "ceil": f(np.ceil),
             "conj": lambda x: self._t(x),
-            "erf": self._once(_erf), "erfc": self._once(_erfc),
-            "sigmoid": self._once(_sigmoid), "softplus": self._once(_softplus),
-            "log_sigmoid": self._once(lambda x: -_softplus(-x)),
-            "atan2": lambda y, x: np.arctan2(self._t(y), self._t(x)),
-            "pow": self._pow,
+            "erf": k(_erf, mpmath.erf), "erfc": k(_erfc, mpmath.erfc),
+            "sigmoid": k(_sigmoid, _mp_sigmoid), "softplus": k(_softplus, _mp_softplus),
+            "log_sigmoid": k(lambda x: -_softplus(-x), lambda x: -_mp_softplus(-x)),
+            "atan2": k(np.arctan2, mpmath.atan2),
+            "pow": k(np.power, mpmath.power),
             "xlogy": self._xlogy, "xdivy": self._xdivy, "xlog1py": self._xlog1py,
             "maximum": lambda a, b: np.maximum(self._t(a), self._t(b)),
             "minimum": lambda a, b: np.minimum(self._t(a), self._t(b)),
@@ -173,21 +177,25 @@ class _TF:
     def _unary(self, function):
         return lambda x: function(self._t(x))
 
-    def _once(self, function):
-        """A kernel computed in float64 and rounded once to the dtype."""
-        def apply(x):
+    def _kernel(self, special, exact):
+        """A transcendental kernel, rounded once to the dtype from ``exact`` (an mpmath
+        function) where ``special`` (its NumPy float64 counterpart) gives a finite
+        number, and ``special``'s NaN, inf and domain errors elsewhere.
+
+        Deterministic: NumPy's and libm's transcendental functions differ in the last
+        bits between CPUs and library builds (SIMD and FMA variants), which moved
+        worst-error figures, and so the generated docstrings, between machines; mpmath
+        is the same everywhere. As Herbie does, each kernel is taken as correctly
+        rounded in the dtype.
+        """
+        def apply(*args):
+            values = np.broadcast_arrays(
+                *(np.asarray(self._t(a), dtype=np.float64) for a in args))
             with np.errstate(all="ignore"):
-                value = function(np.asarray(self._t(x), dtype=np.float64))
+                value = np.array(special(*values), dtype=np.float64)
+            _refine(value, values, exact)
             return _result(self.fmt, value)
         return apply
-
-    def _pow(self, x, y):
-        x, y = self._t(x), self._t(y)
-        if self.fmt.name in ("float16", "bfloat16"):  # computed in float32, rounded once
-            with np.errstate(all="ignore"):
-                value = np.power(np.asarray(x, np.float32), np.asarray(y, np.float32))
-            return _result(self.fmt, value)
-        return np.power(x, y)
 
     def _xlogy(self, x, y):
         x, y = self._t(x), self._t(y)
@@ -260,6 +268,34 @@ def _erf(x):
 
 def _erfc(x):
     return _erfc_vec(x) if np.size(x) else x
+
+
+# mpmath's working precision for the kernels: past float64's 53 bits, so that rounding
+# to float64 and then to the dtype is almost always rounding the exact value once.
+KERNEL_BITS = 80
+
+
+def _refine(value: np.ndarray, args: list, exact) -> None:
+    """Replace each finite element of ``value`` whose arguments are finite by ``exact``
+    at :data:`KERNEL_BITS` (C's special cases, such as ``pow(1, nan) = 1``, stay)."""
+    flat = value.reshape(-1)
+    columns = [a.reshape(-1) for a in args]
+    finite = np.isfinite(flat)
+    for c in columns:
+        finite &= np.isfinite(c)
+    with mpmath.workprec(KERNEL_BITS):
+        for i in np.flatnonzero(finite):
+            result = exact(*(mpmath.mpf(float(c[i])) for c in columns))
+            if isinstance(result, mpmath.mpf):  # an mpc: outside the real domain
+                flat[i] = float(result)
+
+
+def _mp_sigmoid(x):
+    return 1 / (1 + mpmath.exp(-x))
+
+
+def _mp_softplus(x):
+    return mpmath.log1p(mpmath.exp(x))
 
 
 def _sigmoid(x):
