@@ -516,8 +516,6 @@ class _Deriver:
         if node.op == "einsum":
             inputs, out = node.param("subscripts")
             return ir.Call("einsum", args, (("subscripts", f"{','.join(inputs)}->{out}"),))
-        if node.op == "inverse":
-            return ir.Call("inverse", args, (("adjoint", False),))
         if node.op == "elementwise":
             return args[0]
         return ir.Call(node.op, args)
@@ -560,7 +558,12 @@ class _Deriver:
         adj = "adjoint" if cplx else "transpose"
 
         def conj(v):
-            return sympy.conjugate(v) if cplx and not isinstance(v, ir.Call) else v
+            if not cplx:
+                return v
+            if isinstance(v, ir.Call):  # an operand broadcast to its shape as written
+                assert v.fn == "broadcast_to", v.fn  # (the only Call _as_written makes)
+                return ir.Call(v.fn, (sympy.conjugate(v.args[0]),) + v.args[1:], v.params)
+            return sympy.conjugate(v)
 
         rules = []  # (operand expression, VJP value, contribution shape, formula text)
         if node.op == "elementwise":  # a materialized `where` intermediate: chain rule

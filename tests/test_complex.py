@@ -23,6 +23,14 @@ OPS = {
         "exp(a) @ b",
         lambda tf, a, b: tf.linalg.matmul(tf.exp(a), b),
     ),
+    # an operand that simplification reduces to a broadcast one (a - a + b is b, broadcast
+    # to a's shape as written): its VJP conjugates it inside the broadcast (it was left
+    # unconjugated, and the build refused the op as a gradgen bug)
+    "einsum_broadcast": (
+        {"a": [3, 4], "b": [1, 4], "c": [4, 2]},
+        "einsum('ij,jk->ik', a - a + b, c)",
+        lambda tf, a, b, c: tf.einsum("ij,jk->ik", a - a + b, c),
+    ),
     "with_int": (
         {"z": [None], "n": {"shape": [None], "dtype": "int32"}},
         "z ** 2 * n",
