@@ -272,7 +272,6 @@ class _Deriver:
         for o, _ in outputs:
             base = "upstream" if p.single else f"upstream_{o.name}"
             upstreams.append(self._symbol(self.scope.claim(base)))
-        self.backward_symbols = set(upstreams)
         state = _State()
         partial_docs: list[ir.PartialIR] = []
         vjp_docs: list[str] = []
@@ -290,7 +289,6 @@ class _Deriver:
                 g = value  # the cotangent is already a local (e.g. the upstream)
             else:
                 g = self._symbol(self.scope.claim(f"grad_{name}"))
-                self.backward_symbols.add(g)
                 state.backward.append((g.name, value, comments))
             vjp_docs += self._node_vjp(state, node, g, name, partial_docs)
 
@@ -651,7 +649,7 @@ class _Deriver:
             inputs, out = node.param("subscripts")
             for i, sub in enumerate(inputs):
                 others = [s for j, s in enumerate(inputs) if j != i]
-                present = set(out).union(*others) if others else set(out)
+                present = set(out).union(*others)
                 missing = [k for k, c in enumerate(sub) if c not in present]
                 keep = "".join(c for c in sub if c in present)
                 spec = ",".join([out] + others) + "->" + keep
@@ -682,7 +680,6 @@ class _Deriver:
                 continue
             # A compound operand: materialize its cotangent, then differentiate it.
             ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
-            self.backward_symbols.add(ga)
             state.backward.append((ga.name, vjp, (comment,)))
             self._elementwise_vjp(
                 state, arg, ga, vjp_shape, f"{name} operand", node.key, docs
@@ -914,7 +911,7 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
     if node.op == "einsum":
         inputs, out = node.param("subscripts")
         return f"einsum('{','.join(inputs)}->{out}', {', '.join(args)})"
-    return f"{node.op}({', '.join(args)})"
+    return f"{node.op}({args[0]})"  # transpose, inverse, det, trace: one operand
 
 
 def _chain(base, n: int):

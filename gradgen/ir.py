@@ -76,6 +76,10 @@ class Call:
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
 
+    def required(self, name: str) -> Any:
+        """The parameter ``name``; KeyError when the call lacks it (no silent default)."""
+        return dict(self.params)[name]
+
     def exprs(self):
         """Every SymPy expression inside this call, depth first."""
         for arg in self.args:

@@ -566,8 +566,8 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         return f"tf.eye({size}, dtype={dtype})"
     if fn == "unreduce":
         out = args[0]
-        if not value.param("keepdims"):
-            for axis in value.param("axes"):
+        if not value.required("keepdims"):
+            for axis in value.required("axes"):
                 out = f"tf.expand_dims({out}, {axis})"
         shape = value.param("shape")
         target = list(shape) if shape is not None else f"tf.shape({args[1]})"

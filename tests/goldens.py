@@ -296,6 +296,32 @@ _DTYPE_CASES = [
 ]
 
 
+# Cases added later, kept last so that the numbers of the cases above stay as they are.
+# Derivation: the VJPs' shapes and names (trace's identity size in a batch of matrices,
+# a mean over a size-1 axis, compound operands of @, einsum and det materialized as
+# named cotangents, a first operand that is not differentiated), and a `where`
+# intermediate shown by its name after its expression was rewritten.
+_LATER: list[tuple] = [
+    ("trace(q) * 2", {"q": [2, 3, 4, 4]}, None),
+    ("trace(s) * 2", {"s": [None, 4]}, None),
+    ("mean(k, axis=1)", {"k": [3, 1]}, None),
+    ("exp(a) @ (b * 2)", MAT, None),
+    ("einsum('ij,jk->ik', exp(a), b * 2)", MAT, None),
+    ("einsum('ij->i', exp(a))", MAT, None),
+    ("det(exp(s))", MAT, None),
+    ("c @ b", {"c": {"shape": [2, 3], "differentiable": False}, "b": [3, 4]}, None),
+    ("s * y", V3, {"s": "log(1 + exp(x))"}),
+]
+# memory: recompute, where the gradient needs forward steps that need each other
+_LATER_TEXTS = [
+    "version: 1\nmodule: m\nops:\n  - name: f\n    memory: recompute\n"
+    "    inputs: {x: [3], y: [3], z: [3]}\n"
+    "    output: exp(x) * y + log(y) * exp(x) + tanh(z) * x\n",
+    "version: 1\nmodule: m\nops:\n  - name: f\n    memory: recompute\n"
+    "    inputs: {s: [3, 3]}\n    output: log(det(s)) + sum(inverse(s) @ s)\n",
+]
+
+
 def expression_cases() -> list[str]:
     """The spec texts of the expression record, in order."""
     texts = [_spec_text(text, inputs, None) for text, inputs in _CASES]
@@ -303,7 +329,8 @@ def expression_cases() -> list[str]:
               for text in _DTYPE_CASES]
     texts += [_spec_text(text, inputs, where) for text, inputs, where in _WHERE_CASES]
     texts += [_spec_text(f"x * 2 + ({text})", MAT, None) for text in _INNER]
-    return texts + _TEXTS
+    texts += _TEXTS + [_spec_text(text, inputs, where) for text, inputs, where in _LATER]
+    return texts + _LATER_TEXTS
 
 
 def describe_expression(spec_text: str) -> str:
