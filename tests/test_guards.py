@@ -16,7 +16,9 @@ import sympy
 from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
-from gradgen.functions import Guard, expm1, xlogy
+from gradgen.functions import (
+    Guard, expm1, log1p, logsumexp, sigmoid, softplus, xdivy, xlog1py, xlogy,
+)
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
 from gradgen.stability.normalize import scaled_exp
@@ -274,6 +276,171 @@ def test_private_taylor_refuses_infinite_coefficients():
     assert guards._taylor(sin(x) / x + oo * y, x, 4) is None
     assert guards._taylor(sin(x) / x + y, x, 4) == _horner(
         [1 + y, 0, Rational(-1, 6), 0, Rational(1, 120)])
+
+
+# The guards' private helpers, one table each: the public functions show their answers
+# only combined (a limit and a Taylor polynomial, a bound and a safe value), so a wrong
+# answer of one is often hidden by another.
+
+# _standard: gradgen's functions in SymPy's own terms, for limit and series
+STANDARD = [
+    (sigmoid(x), 1 / (1 + exp(-x))),
+    (softplus(x), log(exp(x) + 1)),
+    (logsumexp(x, y), log(exp(x) + exp(y))),
+    (expm1(x), exp(x) - 1),
+    (log1p(x), log(x + 1)),
+    (xlogy(x, y), x * log(y)),
+    (xdivy(x, y), x / y),
+    (xlog1py(x, y), x * log(y + 1)),
+    (sigmoid(x) * log1p(y) + xdivy(y, x), log(y + 1) / (1 + exp(-x)) + y / x),
+]
+
+
+@pytest.mark.parametrize("written, standard", STANDARD, ids=str)
+def test_private_standard(written, standard):
+    assert guards._standard(written) == standard
+
+
+def test_private_limit_bounds_the_size_of_what_it_tries():
+    assert guards.LIMIT_MAX_OPS == 30
+    at_bound = sin(x) / x + sum(y**k for k in range(2, 16))  # 30 operations
+    assert sympy.count_ops(at_bound) == 30
+    assert guards._limit(at_bound, x) == 1 + sum(y**k for k in range(2, 16))
+    over = at_bound + y
+    assert sympy.count_ops(over) == 31 and guards._limit(over, x) is None
+
+
+def test_private_limit_refuses_nan_and_complex_values():
+    assert guards._limit(sympy.nan * x + sin(x) / x, x) is None
+    assert guards._limit(sqrt(x - 1), x) is None  # I
+    assert guards._limit(sqrt(x + 1), x) == 1
+
+
+# _pole_order: the order of the worst pole in v (other bases' powers do not count)
+POLE_ORDERS = [
+    (sin(x) / x, 1), (1 / x**2 + 1 / x, 2), (x ** Rational(-3, 2), 2),
+    (1 / (x * y**3), 1), (sin(x), 0), (y**-2, 0),
+]
+
+
+@pytest.mark.parametrize("expr, order", POLE_ORDERS, ids=str)
+def test_private_pole_order(expr, order):
+    assert guards._pole_order(expr, x) == order
+
+
+# _singular_in_others: a Taylor coefficient that divides by another input (or holds |r|)
+SINGULAR = [
+    (1 / y, True), (y**-2 + 1, True), (1 / sympy.Abs(y), True), (sympy.Abs(y), True),
+    (y**2 + 3, False), (sqrt(y), False), (sympy.Abs(2) * y, False), (S(5), False),
+]
+
+
+@pytest.mark.parametrize("coefficient, singular", SINGULAR, ids=str)
+def test_private_singular_in_others(coefficient, singular):
+    assert guards._singular_in_others(coefficient) is singular
+
+
+def test_private_has_pole_and_vanishes():
+    assert guards._has_pole(sin(x) / x, x) and not guards._has_pole(sin(x) / y, x)
+    assert not guards._has_pole(Piecewise((1 / x, Ne(x, 0)), (0, True)), x)  # guarded
+    assert guards._vanishes(sin(x) * y, x) and not guards._vanishes(cos(x), x)
+
+
+# _nonzero_under: the expressions a condition proves nonzero; bounds in other symbols
+# prove nothing, whichever comes first in the condition
+NONZERO = [
+    (And(x > y, r > 0), {r}), (And(r > y, x > 0), {x}), (And(x > 1, r < -2), {x, r}),
+    (x >= 0, set()), (x > 0, {x}), (x < 0, {x}), (x <= 0, set()), (Ne(x, 0), {x}),
+    (Eq(x, 0), set()), (Eq(x, 3), {x}),
+]
+
+
+@pytest.mark.parametrize("cond, nonzero", NONZERO, ids=str)
+def test_private_nonzero_under(cond, nonzero):
+    assert guards._nonzero_under(cond) == nonzero
+
+
+def test_zero_subgradients_leaves_positive_and_irrational_powers():
+    for expr in ((x**2 + y**2) ** 2, (x**2 + y**2) ** -sqrt(2), x**Rational(3, 2)):
+        assert guards.zero_subgradients(expr) == (expr, ())
+
+
+# _bound: (u, kind, value) of one relation, whichever side u is written on
+BOUNDS = [
+    (sympy.StrictLessThan(2, x, evaluate=False), (x, "lower", 2)),
+    (sympy.GreaterThan(2, x, evaluate=False), (x, "upper", 2)),
+    (sympy.Eq(2, x, evaluate=False), (x, "point", 2)),
+    (x > y, (x, "lower", y)),
+    (x + 1 > y, (y, "upper", x + 1)),
+    (x + 1 > y + 1, None),
+    (x + y > 1, (x + y, "lower", 1)),
+]
+
+
+@pytest.mark.parametrize("rel, bound", BOUNDS, ids=str)
+def test_private_bound(rel, bound):
+    assert guards._bound(rel) == bound
+
+
+# _safe_values: the candidates are tried in order until the branch is finite there
+_MIDDLE = (5, 4, 6, 3, 7, 2, 8)  # 1 < x < 9: 1 + 8k/8 for k = 4, 3, 5, 2, 6, 1, 7
+SAFE_IN_ORDER = [
+    *((And(x > 1, x < 9), 1 / sympy.Mul(*(x - c for c in _MIDDLE[:k])), {x: _MIDDLE[k]})
+      for k in range(7)),
+    (And(x > 1, x < 9), 1 / sympy.Mul(*(x - c for c in _MIDDLE)), {}),
+    (x > 0, 1 / ((x - 1) * (x - 2)), {x: 3}),
+    (x > 0, 1 / ((x - 1) * (x - 2) * (x - 3)), {}),
+    (x < 0, 1 / ((x + 1) * (x + 2)), {x: -3}),
+    (x < 0, 1 / ((x + 1) * (x + 2) * (x + 3)), {}),
+    # a point: only that value
+    (Eq(x, 2), 1 / (x - 2), {}),
+    (And(Eq(x, 2), Eq(x, 3)), 1 / (x - 2), {}),
+    # two lower (or upper) bounds with one of the other kind: no value; other symbols
+    # are still given theirs
+    (And(x > 0, x > 1, x < 4), S.One, {}),
+    (And(x > 0, x < 4, x < 3), S.One, {}),
+    (And(x > 0, x > 1, x < 4, r > 0), S.One, {r: 1}),
+    (And(r > 0, r > 1, r < 4, x > 0), S.One, {x: 1}),
+    # only != bounds: one is avoided, two are not tried
+    (Ne(x, 0), S.One, {x: 1}),
+    (And(Ne(x, 0), Ne(x, 5)), S.One, {}),
+]
+
+
+@pytest.mark.parametrize("cond, branch, safe", SAFE_IN_ORDER, ids=str)
+def test_private_safe_values_in_order(cond, branch, safe):
+    assert guards._safe_values(cond, branch) == safe
+
+
+# _finite_at: whether a branch is known infinite or NaN at u = c
+FINITE_AT = [
+    (y / (x - 1), False),  # zoo*y
+    (y * sympy.atanh(x), False),  # oo*y
+    (-y * sympy.atanh(x), False),  # -oo*y: Mul(-1, oo, y)
+    (-sympy.atanh(x), False),  # -oo
+    (sympy.atanh(x), False),  # oo
+    (log(x) / (x - 1), False),  # 0/0: nan
+    (y / x, True),
+    (y * log(x + 1), True),
+]
+
+
+@pytest.mark.parametrize("branch, finite", FINITE_AT, ids=str)
+def test_private_finite_at(branch, finite):
+    assert guards._finite_at(branch, x, 1) is finite
+
+
+NEEDS_GUARD = [
+    (x**2, True), (1 / x, True), (sin(x), True), (2 * x + y, False), (x * y + sin(y), False),
+    (y, False), (2 * Guard(x, x > 0, 1), False),
+    # a guard of an inner where: still a guard needed for this branch
+    (sin(Guard(x, x > 0, 1)), True),
+]
+
+
+@pytest.mark.parametrize("value, needs", NEEDS_GUARD, ids=str)
+def test_private_needs_guard(value, needs):
+    assert guards._needs_guard(value, x) is needs
 
 
 # ------------------------------------------------------------ scaled_exp

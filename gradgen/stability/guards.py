@@ -60,7 +60,7 @@ def _bottom_up(expr, fn):
         if e in memo:
             return memo[e]
         out = e
-        if e.args and not e.is_Atom:
+        if e.args:  # (atoms have none)
             args = tuple(walk(a) for a in e.args)
             if args != e.args:
                 out = e.func(*args)
@@ -105,7 +105,7 @@ def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
         if isinstance(e, sympy.Piecewise):
             pairs = [(fix(v, known | _nonzero_under(c)), c) for v, c in e.args]
             return sympy.Piecewise(*pairs)
-        if e.args and not e.is_Atom:
+        if e.args:  # (atoms have none)
             args = tuple(fix(a, known) for a in e.args)
             if args != e.args:
                 e = e.func(*args)
@@ -185,9 +185,10 @@ def _limit(expr, v):
     except (ValueError, NotImplementedError, TypeError, ZeroDivisionError, RecursionError):
         # SymPy cannot find it (hypot(0, x) / x recurses in limit): no fill, not a crash
         return None
-    if value.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan, sympy.Limit, v):
-        return None
-    if value.is_real is False or value.has(sympy.AccumBounds):
+    # not finite and real: zoo, +-oo and complex values are not real; +-oo*sign(y) are
+    # of unknown reality (so they are looked for); an unevaluated Limit still holds v
+    if value.is_real is False or value.has(v, sympy.oo, -sympy.oo, sympy.nan,
+                                           sympy.AccumBounds):
         return None
     return value
 
@@ -422,12 +423,13 @@ def _finite_at(expr, u, c) -> bool:
     """False when ``expr`` at ``u = c`` is infinite or NaN (0/0 is NaN; SymPy leaves NaN's
     finiteness unknown); True when finite or unknown (other symbols remain)."""
     at = expr.subs(u, c)
-    return not (at.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo) or at.is_finite is False)
+    return not at.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo)
 
 
 def _needs_guard(value, u) -> bool:
-    """True unless ``value`` is at most linear in ``u`` (then it is finite with u), or
-    already guarded (``u`` appears only inside a :class:`Guard`)."""
+    """True unless ``value`` is at most linear in ``u`` (then it is finite with u). A
+    ``u`` inside a :class:`Guard` counts: an inner where's guard keeps its own branch
+    finite, not this one's."""
     value = value.xreplace({g: g.args[0] for g in value.atoms(Guard)})
     if not value.has(u):
         return False
@@ -435,7 +437,7 @@ def _needs_guard(value, u) -> bool:
         poly = sympy.Poly(value, u)
     except (sympy.PolynomialError, sympy.GeneratorsNeeded):
         return True
-    return poly.degree() > 1 or any(c.has(u) for c in poly.coeffs())
+    return poly.degree() > 1  # (no coefficient holds u: Poly refuses sin(u) * u)
 
 
 def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
