@@ -311,6 +311,24 @@ _LATER: list[tuple] = [
     ("det(exp(s))", MAT, None),
     ("c @ b", {"c": {"shape": [2, 3], "differentiable": False}, "b": [3, 4]}, None),
     ("s * y", V3, {"s": "log(1 + exp(x))"}),
+    # the stable reductions: a mean with a run-time count (left alone); log-softmax
+    # forms at each rank and axis choice, with a mean's log(n); the softmax node's
+    # assumptions (positive: its abs goes); a second reduction beside a rewritten one;
+    # a node after the new one that uses it; factors beside the merged exponentials;
+    # a rewritten reduction inside a `where` step
+    ("log(mean(exp(m), axis=1))", NAMED, None),
+    ("c - logsumexp(c)", MAT, None),
+    ("a - log(mean(exp(a), axis=1, keepdims=True))", MAT, None),
+    ("k - logsumexp(k, axis=1)", {"k": [3, 1]}, None),
+    ("t - logsumexp(t, axis=0)", MAT, None),
+    ("x - logsumexp(x)", MAT, None),
+    ("abs(exp(a) / sum(exp(a), axis=1, keepdims=True))", MAT, None),
+    ("log(sum(exp(a), axis=1)) + sum(a)", MAT, None),
+    ("sum(a - logsumexp(a, axis=1, keepdims=True), axis=1)", MAT, None),
+    ("log(sum(exp(a), axis=0)) * exp(x) * exp(c)", MAT, None),
+    ("2 * exp(a) / sum(exp(a), axis=1, keepdims=True)", MAT, None),
+    ("w * 2", MAT, {"w": "log(sum(exp(a), axis=1)) + "
+                    + " + ".join(f"exp({k} * c) * sin({k} * c)" for k in range(1, 9))}),
 ]
 # memory: recompute, where the gradient needs forward steps that need each other
 _LATER_TEXTS = [

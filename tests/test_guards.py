@@ -21,6 +21,8 @@ from gradgen.functions import (
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
+from gradgen.stability.families.powers import _zero_of
+from gradgen.stability.match import _exp_terms
 from gradgen.stability.normalize import scaled_exp
 from gradgen.stability.reductions import stabilize_reductions
 
@@ -458,6 +460,8 @@ SCALED = [
     (exp(x) - 1, 1, None),
     (2 + exp(x), -1, None),
     (exp(x) + exp(y), 1, None),
+    # a constant of two numbers SymPy keeps apart: both are the constant
+    (1 + sqrt(2) + exp(x), 1, (1 + sqrt(2), x + log(1 / (1 + sqrt(2))))),
 ]
 
 
@@ -472,6 +476,30 @@ def test_scaled_exp(expr, sign, expected):
         reading = (c * (1 + sign * exp(w))).subs(x, t).evalf(DIGITS)
         written = sympy.sympify(expr).rewrite(sympy.exp).subs(x, t).evalf(DIGITS)
         assert abs(reading - written) <= sympy.Float(10) ** -45 * abs(written)
+
+
+# match._exp_terms: the exponents of a sum of exponentials (a constant c is exp(log(c)))
+EXP_TERMS = [
+    (2 * exp(x) + exp(y), [x + log(2), y]),
+    (1 + exp(x), [0, x]),
+    (2 * exp(x), None),  # one term, not a sum
+    (1 + sqrt(2), None),  # numbers only
+    (exp(x) - exp(y), None),  # a negative coefficient
+]
+
+
+@pytest.mark.parametrize("expr, terms", EXP_TERMS, ids=str)
+def test_private_exp_terms(expr, terms):
+    assert _exp_terms(expr) == terms
+
+
+# powers._zero_of: where a coefficient is 0, as (symbol, value)
+ZEROS = [(x, (x, 0)), (x + 2, (x, -2)), (2 * x, None), (x + y, None), (x + y + 1, None)]
+
+
+@pytest.mark.parametrize("k, zero", ZEROS, ids=str)
+def test_private_zero_of(k, zero):
+    assert _zero_of(k) == zero
 
 
 # ------------------------------------------------------------ reductions

@@ -21,7 +21,7 @@ from gradgen.functions import (
     xlogy,
 )
 
-x, y = sympy.symbols("x y", real=True)
+x, y, z = sympy.symbols("x y z", real=True)
 exp, log = sympy.exp, sympy.log
 cosh, sinh, tanh = sympy.cosh, sympy.sinh, sympy.tanh
 
@@ -88,11 +88,25 @@ def test_rule(name):
 
 
 def _assert_same_values(before, after):
-    # same value at a few points, at 50 digits
-    for xv, yv in [(0.3, 0.7), (-2.0, 1.5), (5.0, 0.25)]:
-        subs = {x: sympy.Float(xv, 50), y: sympy.Float(yv, 50)}
-        a, b = before.evalf(50, subs=subs), after.evalf(50, subs=subs)
-        assert abs(a - b) <= 1e-40 * max(1, abs(a))
+    """The same value at a few points, at 50 digits (points where the form as written
+    is not a real number, outside its domain, are skipped). A form written with a
+    float coefficient is matched to within 10 float64 ulps (the erf rules), so it is
+    compared to that."""
+    tolerance = 1e-13 if before.atoms(sympy.Float) else 1e-40
+    checked = 0
+    for xv, yv, zv in [(0.3, 0.7, -0.4), (-2.0, 1.5, 0.9), (5.0, 0.25, 2.5)]:
+        subs = {s: sympy.Float(v, 50) for s, v in ((x, xv), (y, yv), (z, zv))}
+        a = before.xreplace(subs).evalf(50)
+        if not (a.is_number and a.is_real and a.is_finite):
+            continue
+        # outside a nan_outside's domain the rewrite is NaN, as TensorFlow's log of a
+        # negative is, where SymPy's complex log can make the form as written real
+        if any(f.args[1].xreplace(subs) is not sympy.true for f in after.atoms(nan_outside)):
+            continue
+        b = after.xreplace(subs).evalf(50)
+        assert abs(a - b) <= tolerance * max(1, abs(a)), (subs, a, b)
+        checked += 1
+    assert checked, "no point in the domain of the form as written"
 
 
 sqrt, Piecewise, Eq, Ne = sympy.sqrt, sympy.Piecewise, sympy.Eq, sympy.Ne
@@ -233,6 +247,112 @@ FORMS = {
         (exp(log(x) * log(y)), None),
     ],
 }
+
+
+_F, _erfc, _erf = sympy.Float, sympy.erfc, sympy.erf
+# More forms and near misses, one per way a matcher could go wrong (found by mutation
+# testing: each row fails when one check of its rule is dropped or inverted).
+MORE_FORMS = {
+    "exp_log_power": [
+        # a cofactor that is a log, or holds an xlogy or a log: the other spelling, or none
+        (exp(log(y) * xlogy(y, x)), y ** xlogy(y, x)),
+        (exp(xlogy(y, x) * sympy.sin(xlogy(x, y))), None),
+        (exp(log(x) * sympy.sin(log(y))), None),
+        # a term that does not match, then one that does
+        (exp(log(x) * sympy.sin(log(y)) + y * log(x)), x**y * exp(log(x) * sympy.sin(log(y)))),
+    ],
+    "power_zero_coefficient": [
+        # other factors kept, whatever their order; a zero of k + c; no pole at k = 0
+        (2 * y * x ** (y - 1), 2 * fn.xdivy(y, x ** (1 - y))),
+        (y * sympy.sin(x) * x ** (y - 1), sympy.sin(x) * fn.xdivy(y, x ** (1 - y))),
+        (sympy.sin(z) * y * x ** (y - 1), sympy.sin(z) * fn.xdivy(y, x ** (1 - y))),
+        ((y - 2) * x ** (y - 3), fn.xdivy(y - 2, x ** (3 - y))),
+        (y * x ** (y + 1), None),
+    ],
+    "hypot": [(sqrt(x**2 - 1), None), (sqrt(x**2 + 4), fn.hypot(2, x))],
+    "removable_fill": [
+        # not a test against 0; a fill that is not a number; a complex symbol; a Piecewise
+        # inside; f defined at 0 (its value there is the fill: nothing to fill in)
+        (Piecewise((sympy.sin(y) / y, Ne(x, y)), (1, True)), None),
+        (Piecewise((sympy.sin(x * y) / x, Ne(x, 0)), (y, True)), None),
+        (Piecewise((sympy.sin(sympy.Symbol("w")) / sympy.Symbol("w"),
+                    Ne(sympy.Symbol("w"), 0)), (1, True)), None),
+        (Piecewise((Piecewise((sympy.sin(x) / x, y > 0), (sympy.sin(2 * x) / (2 * x), True)),
+                    Ne(x, 0)), (1, True)), None),
+        (Piecewise((sympy.sin(x - 1) / (x - 1), Ne(x, 0)), (sympy.sin(1), True)), None),
+    ],
+    "erf_complement": [
+        # 10 float64 ulps relative to the constant, at a constant other than 1
+        (4 - 4 * _F(1 - 10 * 2.0**-52) * _erf(x), 4 * fn.erfc(x)),
+        (4 - 4 * _F(1 - 11 * 2.0**-52) * _erf(x), None),
+    ],
+    "erfc_complement": [(1 - _erfc(x) + y, _erf(x) + y)],
+    "erfc_reflection": [
+        # gradgen's erfc(u) kept as written, beside SymPy's 2 - erfc(v) (either order)
+        (fn.erfc(x) + 2 - _erfc(y), fn.erfc(x) + fn.erfc(-y)),
+        (fn.erfc(y) + 2 - _erfc(x), fn.erfc(y) + fn.erfc(-x)),
+        (x * _erf(y), None),
+    ],
+    "log_erfc": [(exp(_erfc(x)), None)],
+    "log_cosh": [(exp(cosh(x)), None)],
+    "sqrt_conjugate": [
+        (sqrt(x**2 + 1) - 1 + sympy.sin(y), x**2 / (sqrt(x**2 + 1) + 1) + sympy.sin(y)),
+        (sqrt(x**2 + 1) - sqrt(y**2 + 1), None),  # a - b is not a number
+    ],
+    "difference_of_squares": [
+        (2 - 8 * x**2, -8 * (x - sympy.Rational(1, 2)) * (x + sympy.Rational(1, 2))),
+        (x**2 - 4, (x - 2) * (x + 2)),
+        (1 + x**2, None), (1.0 - x**2, None), (3 - x**2, None),
+    ],
+    "logsumexp": [
+        (log(1 + exp(x)), None),  # softplus's
+        (log(1 + exp(x) + exp(y)), logsumexp(0, x, y)),
+        (log(2 * exp(x)), None),  # one term
+        (log(2 * exp(x) + exp(y)), logsumexp(y, x + log(2))),
+    ],
+    "softmax": [
+        ((1 + exp(x)) ** -1, None),  # sigmoid's
+        ((1 + exp(x) + exp(y)) ** -1, exp(-logsumexp(0, x, y))),
+    ],
+    "log_mul": [
+        (log(x * exp(y)), None),  # x may be negative
+        (log((1 + y**2) * (exp(x) + exp(y))), log(1 + y**2) + log(exp(x) + exp(y))),
+        (log((1 + y**2) * (exp(x) + 1)), log(1 + y**2) + log(exp(x) + 1)),
+        (log(2 * sigmoid(x) ** 2), 2 * log(sigmoid(x)) + log(2)),
+    ],
+    "exp_mul": [(exp(x) * exp(y) * y, y * exp(x + y))],
+    "log_softmax": [
+        # the term of the logsumexp that leaves the simplest remainder; ties: SymPy's order
+        (y - logsumexp(x, y), -softplus(x - y)),
+        (x + y - logsumexp(x, y), x - softplus(x - y)),
+        (2 * x - logsumexp(x, 2 * x), -softplus(-x)),
+        (x - logsumexp(x, y, z), -logsumexp(0, y - x, z - x)),
+    ],
+    "softmax_weight": [
+        (exp(x + y - logsumexp(x, y)), exp(x) * sigmoid(y - x)),
+        (exp(x - logsumexp(x, y, z)), 1 / (exp(y - x) + exp(z - x) + 1)),
+    ],
+    "logdiffexp": [
+        (log(exp(x) + exp(y) - exp(z)), None),
+        (log(exp(x) - exp(y) - exp(z)), None),
+    ],
+    "log1m_sigmoid": [(log(1 - sigmoid(x) + y), None)],
+    "sigmoid_ratio": [(sigmoid(-x) ** -2 * sigmoid(x) ** 2, exp(2 * x))],
+    "sigmoid_logit": [
+        (sigmoid(log(x) - log(1 - x) + 1), None),
+        # p may be negative: NaN below 0 as well as above 1
+        (sigmoid(log(x / (1 - x))), nan_outside(x, sympy.And(x >= 0, x <= 1))),
+    ],
+    "xlogy": [(sympy.sin(log(z)) * log(y), None)],  # the cofactor holds a log
+    "xlog1py": [
+        (exp(y) * log1p(x), None),  # a cofactor never 0
+        (y * log(z) * log1p(x), None),
+        (sympy.sin(log1p(z)) * log1p(x), None),
+        (2 * log1p(x), None),
+    ],
+}
+for _name, _rows in MORE_FORMS.items():
+    FORMS.setdefault(_name, []).extend(_rows)
 
 
 @pytest.mark.parametrize(

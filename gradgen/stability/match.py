@@ -18,7 +18,7 @@ def _one_plus(expr: sympy.Basic) -> sympy.Basic | None:
 def _exp_terms(expr) -> list | None:
     """``[u1, ..., un]`` if ``expr`` is ``exp(u1) + ... + exp(un)`` (n >= 2), where a
     positive constant c counts as exp(log(c)) and c*exp(u) as exp(u + log(c))."""
-    if not isinstance(expr, sympy.Add) or len(expr.args) < 2:
+    if not isinstance(expr, sympy.Add):  # (an Add has two terms or more)
         return None
     out = []
     for term in expr.args:

@@ -38,7 +38,7 @@ from ..functions import expm1, log1p
 
 def log_argument(expr) -> sympy.Basic | None:
     """``X`` if ``expr`` is ``log(X)``, or ``1 + w`` if it is ``log1p(w)``; else None."""
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         return expr.args[0]
     if isinstance(expr, log1p):
         return 1 + expr.args[0]
@@ -90,8 +90,7 @@ def scaled_exp(expr, sign: int) -> tuple | None:
     a, k, u = parsed
     if not (a.is_positive and (sign * k).is_positive):
         return None
-    ratio = sign * k / a
-    return a, u if ratio == 1 else u + sympy.log(ratio)
+    return a, u + sympy.log(sign * k / a)  # (log(1) is 0)
 
 
 def expm1_term(expr) -> tuple | None:

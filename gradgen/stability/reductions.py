@@ -67,7 +67,6 @@ class _Rewriter:
         self.where = list(program.where)
         self.outputs = list(program.outputs)
         self.used: set[str] = set()
-        self.counter = 0
 
     # ------------------------------------------------------------------ plumbing
 
@@ -105,9 +104,9 @@ class _Rewriter:
         ]
 
     def _new_node(self, like: TensorNode, op: str, arg, shape, params, hint) -> TensorNode:
-        self.counter += 1
         assumptions = node_assumptions(op, arg, is_complex=False)
-        symbol = sympy.Symbol(f"_stable{self.counter}{like.symbol.name}", **assumptions)
+        # unique: one node of each op is made from a node (derive names it by its hint)
+        symbol = sympy.Symbol(f"_{op}{like.symbol.name}", **assumptions)
         self.shape_of[symbol] = shape
         return TensorNode(
             symbol=symbol,
@@ -128,7 +127,7 @@ class _Rewriter:
 
     def _current(self, symbol) -> TensorNode | None:
         """The node of ``symbol`` as it is now (every rewrite replaces node objects)."""
-        return next((n for n in self.nodes if n.symbol == symbol), None)
+        return next(n for n in self.nodes if n.symbol == symbol)  # (never removed before)
 
     def run(self) -> tuple[Program, tuple[str, ...]]:
         for symbol in [n.symbol for n in self.nodes if n.op in ("sum", "mean")]:
@@ -197,7 +196,7 @@ class _Rewriter:
             if isinstance(e, sympy.Add) and lse in e.free_symbols:
                 k = -sympy.Add(*(t.as_coeff_Mul()[0] for t in e.args
                                  if t.as_coeff_Mul()[1] == lse))
-                if k.is_Number and k != 0:
+                if k != 0:  # (a sum of the terms' numeric coefficients)
                     candidate = e + k * lse - k * u
                     if lse not in candidate.free_symbols and sympy.count_ops(
                         candidate
@@ -252,8 +251,8 @@ def _swap_leaf(leaves: frozenset, old, new) -> frozenset:
 
 
 def _bottom_up(expr, fn):
-    if not isinstance(expr, sympy.Basic) or expr.is_Atom:
-        return fn(expr) if isinstance(expr, sympy.Basic) else expr
+    if not expr.args:
+        return fn(expr)
     args = tuple(_bottom_up(a, fn) for a in expr.args)
     new = expr.func(*args) if args != expr.args else expr
     return fn(new)
@@ -275,7 +274,7 @@ def _only_exponentiated(expr, y) -> bool:
         return False
     if isinstance(expr, sympy.exp) and expr.args[0] == y:
         return True
-    return all(_only_exponentiated(a, y) for a in expr.args) if expr.args else True
+    return all(_only_exponentiated(a, y) for a in expr.args)
 
 
 def _tidy(expr, lse):

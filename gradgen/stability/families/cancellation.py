@@ -75,14 +75,13 @@ def _difference_of_squares(expr):
     if not (isinstance(rest, sympy.Pow) and rest.exp == 2) or c.is_zero is not False:
         return None
     ratio = -c / k
-    if not (ratio.is_Rational and ratio.is_positive):
+    if not ratio.is_positive:
         return None
     s = sympy.sqrt(ratio)
-    if not s.is_Rational:
+    if not s.is_Rational:  # (nor is it for a Float ratio)
         return None
     u = rest.base
-    if k == -1:  # 1 - u**2 reads (1 - u)*(1 + u), as written by hand
-        return (s - u) * (s + u)
+    # (for k = -1 SymPy makes this (s - u)*(s + u): 1 - x**2 = (1 - x)*(x + 1))
     return k * (u - s) * (u + s)
 
 

@@ -31,10 +31,7 @@ _ULPS = 10 * 2.0**-52
 
 def _same(a, b) -> bool:
     """``a == b`` for numbers, to within 10 float64 ulps (1.0 written as a float)."""
-    try:
-        a, b = complex(a), complex(b)
-    except TypeError:
-        return False
+    a, b = complex(a), complex(b)  # (both are numbers: _split's and the constant)
     return a.imag == 0 and b.imag == 0 and abs(a - b) <= _ULPS * max(abs(a), abs(b))
 
 
@@ -90,8 +87,8 @@ def _erfc_reflection(expr):
     # (SymPy writes erfc(-u) as 2 - erfc(u), which cancels for u < -3)
     for cls, want in ((sympy.erf, 1), (sympy.erfc, -2)):
         split = _constant_and_terms(expr, cls)
-        if split is None:
-            continue
+        if split is None:  # not c + terms (whatever cls is)
+            return None
         c, found = split
         for k, u, term in found:
             if cls is sympy.erfc and isinstance(term, erfc) and k == 1:
@@ -104,7 +101,7 @@ def _erfc_reflection(expr):
 
 def _log_erfc(expr):
     # log(erfc(u)) = log_erfc(u): erfc underflows to 0 for u > 9.2 in float32
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (SymPy's log has one argument: log(x, b) divides)
         if isinstance(expr.args[0], sympy.erfc):
             return log_erfc(expr.args[0].args[0])
     return None

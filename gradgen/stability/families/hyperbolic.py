@@ -14,7 +14,7 @@ from ..rule import Rule
 
 def _log_cosh(expr):
     # log(cosh(u)) = logcosh(u), computed without overflow
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         if isinstance(expr.args[0], sympy.cosh):
             return logcosh(expr.args[0].args[0])
     return None

@@ -66,9 +66,9 @@ def _logdiffexp(expr):
         if (a + k).is_zero and k.is_positive:  # k*(exp(u) - 1), k*expm1(u): b = 0
             return sympy.log(k) + u + log1mexp(-u)
         return None  # a constant other than -k is not an exponential (near miss)
-    if not isinstance(arg, sympy.Add) or len(arg.args) != 2:
+    if not isinstance(arg, sympy.Add):
         return None
-    plus, minus = [], []
+    plus, minus = [], []  # exactly one of each below
     for term in arg.args:
         k, rest = term.as_coeff_Mul()
         if not isinstance(rest, sympy.exp) or rest.args[0].is_number:
@@ -82,7 +82,7 @@ def _logdiffexp(expr):
 
 def _log1p(expr):
     # log(1 + u) = log1p(u); 1 + exp(u) is softplus's, 1 - exp(u) is log1mexp's
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         u = _one_plus(expr.args[0])
         if u is not None and not isinstance(u, sympy.exp):
             return log1p(u)

@@ -55,7 +55,7 @@ def _split_logsumexp(total):
 
 def _logsumexp(expr):
     # log(exp(a) + exp(b) + ...) = logsumexp(a, b, ...); 1 + exp(u) is softplus's case
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         terms = _exp_terms(expr.args[0])
         if terms is not None and not (len(terms) == 2 and S.Zero in terms):
             return logsumexp(*terms)
@@ -66,7 +66,7 @@ def _log_mul(expr):
     # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive, and
     # log(1 / a) = -log(a); only where a factor is an exponential, a sigmoid, a softplus,
     # a logsumexp or a sum of exponentials (the forms other rules continue from)
-    if isinstance(expr, sympy.log) and len(expr.args) == 1:
+    if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         arg = expr.args[0]
         if isinstance(arg, (sympy.Mul, sympy.Pow)):
             factors = positive_factors(arg)

@@ -30,7 +30,7 @@ def _fill(cond, value, other):
     v = lhs if rhs == 0 else rhs if lhs == 0 else None
     if v is None or not (v.is_Symbol and v.is_real) or not point.is_number:
         return None
-    if not f.has(v) or f.has(sympy.Piecewise):
+    if f.has(sympy.Piecewise):  # (an f free of v is finite at 0, or has no limit = L)
         return None
     try:
         if f.subs(v, 0) is not sympy.nan and f.subs(v, 0).is_finite:

@@ -58,7 +58,7 @@ def _exp_log_power(expr):
         if len(inner) == 1 and not (term / inner[0]).has(sympy.log, xlogy):
             rest = arg - term
             out = sympy.Pow(inner[0].args[1], inner[0].args[0] * (term / inner[0]))
-            return out * sympy.exp(rest) if rest != 0 else out
+            return out * sympy.exp(rest)  # (exp(0) is 1)
         logs = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)]
         if len(logs) != 1 or logs[0].args[0].is_number:
             continue
@@ -67,7 +67,7 @@ def _exp_log_power(expr):
             continue
         rest = arg - term
         out = sympy.Pow(logs[0].args[0], k)
-        return out * sympy.exp(rest) if rest != 0 else out
+        return out * sympy.exp(rest)
     return None
 
 
@@ -75,7 +75,7 @@ def _zero_of(k):
     """(s, s0) with k = 0 exactly where the symbol s = s0 (k = s or k = s + c), or None."""
     if k.is_Symbol:
         return k, S.Zero
-    if isinstance(k, sympy.Add) and len(k.args) == 2:
+    if isinstance(k, sympy.Add):  # s + c: s a symbol, c the (one) number
         c, s = k.as_coeff_Add()
         if c.is_number and s.is_Symbol:
             return s, -c
@@ -91,9 +91,7 @@ def _power_zero_coefficient(expr):
         if not isinstance(f, sympy.Pow) or f.exp.is_number or f.base.is_number:
             continue
         for k in factors:
-            if k is f or k.is_number:
-                continue
-            zero = _zero_of(k)
+            zero = _zero_of(k)  # (None for f itself and for numbers)
             if zero is None or zero[0] not in f.exp.free_symbols:
                 continue
             at_zero = f.exp.subs(zero[0], zero[1])

@@ -40,10 +40,8 @@ def _log_sigmoid(expr):
 def _log1m_sigmoid(expr):
     # log(1 - sigmoid(u)) = log1p(-sigmoid(u)) = -softplus(u)
     arg = log_argument(expr)
-    if arg is None or not isinstance(arg, sympy.Add) or len(arg.args) != 2:
-        return None
-    if S.One in arg.args:
-        term = arg - 1
+    if isinstance(arg, sympy.Add) and S.One in arg.args:
+        term = arg - 1  # -sigmoid(u) exactly when arg is 1 - sigmoid(u)
         if isinstance(-term, sigmoid):
             return -softplus((-term).args[0])
     return None
@@ -100,7 +98,8 @@ def _sigmoid_ratio(expr):
         if isinstance(base, sigmoid) and power.is_Integer:
             powers[base.args[0]] = (f, power)
     for u, (f, n) in powers.items():
-        if n > 0 and -u in powers and powers[-u][1] == -n:
+        # (either of the pair: sigmoid(-u)**-n * sigmoid(u)**n is exp(-n * -u) too)
+        if -u in powers and powers[-u][1] == -n:
             g = powers[-u][0]
             rest = [h for h in expr.args if h is not f and h is not g]
             return sympy.Mul(sympy.exp(n * u), *rest)

@@ -21,7 +21,7 @@ def _xlogy(expr):
     # x * log(y) = xlogy(x, y), which is 0 where x = 0 (0 * log(0) would be NaN)
     if not isinstance(expr, sympy.Mul):
         return None
-    logs = [f for f in expr.args if isinstance(f, sympy.log) and len(f.args) == 1]
+    logs = [f for f in expr.args if isinstance(f, sympy.log)]
     if len(logs) != 1 or logs[0].args[0].is_number:  # log(2) * x: no log(0) to fear
         return None
     coeff, others = expr.as_coeff_mul()
