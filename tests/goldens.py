@@ -330,6 +330,17 @@ _LATER: list[tuple] = [
     ("w * 2", MAT, {"w": "log(sum(exp(a), axis=1)) + "
                     + " + ".join(f"exp({k} * c) * sin({k} * c)" for k in range(1, 9))}),
 ]
+# Operands that simplification drops (x - x): the value is broadcast back to its shape as
+# written, statically or from the run-time shapes of what was written; complex ops with
+# the real-only reductions, and a rule that is real-only (softplus) left out for them
+_LATER += [
+    ("p - p + q", NAMED, None), ("u - u + v", NAMED, None), ("r * 0 + 1", NAMED, None),
+    ("m - m", NAMED, None), ("x - x + c", MAT, None), ("c - c + 1", MAT, None),
+    ("a * 0 + x", MAT, None), ("exp(p) - exp(p) + exp(q)", NAMED, None),
+    *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
+    ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
+    ("log(1 + exp(w))", CPLX, None),
+]
 # memory: recompute, where the gradient needs forward steps that need each other
 _LATER_TEXTS = [
     "version: 1\nmodule: m\nops:\n  - name: f\n    memory: recompute\n"

@@ -138,3 +138,30 @@ def test_a_derivative_over_the_size_bound_is_refused(tmp_path, monkeypatch):
 def test_long_formulas_are_shortened_to_the_limit(length, shown):
     assert gradgen.derive.FORMULA_MAX_CHARS == 240
     assert gradgen.derive._shorten("a" * length) == shown
+
+
+_DEEP = "version: 1\nmodule: m\nops:\n  - name: g\n    inputs: {x: [3]}\n    output: exp(x)\n"
+
+
+@pytest.mark.parametrize(
+    "raised, reason",
+    [
+        (gradgen.derive.BudgetExceeded(), "deriving this op took longer than 0.25 s"),
+        (RecursionError(), "this op's expressions are nested too deeply"),
+    ],
+)
+def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, reason):
+    from gradgen.spec import parse_spec
+
+    def runaway(self):
+        raise raised
+
+    monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.25")
+    monkeypatch.setattr(gradgen.derive._Deriver, "run", runaway)
+    with pytest.raises(SpecError) as info:
+        gradgen.derive.derive_op(parse_spec(_DEEP.encode(), "s.yaml"), 0)
+    (d,) = info.value.diagnostics
+    assert d.format() == (
+        f"s.yaml:4:5: error: op 'g': {reason}; simplify the expression, or split it into "
+        "`where` intermediates"
+    )
