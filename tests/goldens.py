@@ -339,7 +339,7 @@ _LATER += [
     ("a * 0 + x", MAT, None), ("exp(p) - exp(p) + exp(q)", NAMED, None),
     *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
     ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
-    ("log(1 + exp(w))", CPLX, None),
+    ("log(1 + exp(w))", CPLX, None), ("w * log(1 + exp(w))", CPLX, None),
 ]
 # memory: recompute, where the gradient needs forward steps that need each other
 _LATER_TEXTS = [
@@ -348,6 +348,10 @@ _LATER_TEXTS = [
     "    output: exp(x) * y + log(y) * exp(x) + tanh(z) * x\n",
     "version: 1\nmodule: m\nops:\n  - name: f\n    memory: recompute\n"
     "    inputs: {s: [3, 3]}\n    output: log(det(s)) + sum(inverse(s) @ s)\n",
+    # several outputs, and an input named as gradgen would name a step (exp_x): the step
+    # takes another name
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3], exp_x: [3]}\n"
+    "    outputs:\n      first: exp(x) * exp_x\n      second: exp(x) * 3\n",
 ]
 
 

@@ -165,3 +165,59 @@ def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, rea
         f"s.yaml:4:5: error: op 'g': {reason}; simplify the expression, or split it into "
         "`where` intermediates"
     )
+
+
+def _op(output, inputs, where=None):
+    from gradgen.spec import parse_spec
+
+    op = {"name": "f", "inputs": inputs, **({"where": where} if where else {}), "output": output}
+    doc = parse_spec(yaml.safe_dump({"version": 1, "module": "m", "ops": [op]},
+                                    sort_keys=False).encode(), "s.yaml")
+    return doc, gradgen.derive.derive_op(doc, 0)
+
+
+def test_partials_carry_their_sympy_form_for_explain():
+    # explain's markdown prints p.expr as LaTeX; p.formula is the same, as text
+    _, op = _op("exp(x) * sin(y)", {"x": [3], "y": [3]})
+    x, y = sympy.symbols("x y", real=True)
+    assert [(p.wrt, p.formula, p.expr) for p in op.partials] == [
+        ("x", "exp(x)*sin(y)", sympy.exp(x) * sympy.sin(y)),
+        ("y", "exp(x)*cos(y)", sympy.exp(x) * sympy.cos(y)),
+    ]
+
+
+def test_the_partial_size_bound_is_inclusive(monkeypatch):
+    from gradgen.spec import parse_spec
+
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
+        "name": "f", "inputs": {"x": [3], "y": [3]}, "output": "exp(sin(x) * cos(y))"}]})
+    op = gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+    largest = max(sympy.count_ops(p.expr) for p in op.partials)
+    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", largest)
+    gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)  # at the bound: kept
+    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", largest - 1)
+    with pytest.raises(SpecError):
+        gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+
+
+def test_an_unprintable_function_in_a_derivative_is_named():
+    # Private: no expression of the language differentiates to these (Heaviside, sign and
+    # floor are turned into Piecewise or 0 first), so the check is called directly.
+    from gradgen.spec import parse_spec
+
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
+        "name": "f", "inputs": {"x": [3]}, "output": "exp(x)"}]})
+    doc = parse_spec(text.encode(), "s.yaml")
+    from gradgen.expr import parse_op
+
+    deriver = gradgen.derive._Deriver(doc, parse_op(doc, 0))
+    x, y = sympy.symbols("x y", real=True)
+    expr = sympy.DiracDelta(y) + sympy.DiracDelta(x) * sympy.Heaviside(x)
+    with pytest.raises(SpecError) as info:
+        deriver._check_printable(expr, ("ops", 0, "output"), "derivative d(out)/d(x)")
+    (diag,) = info.value.diagnostics
+    assert diag.message == (
+        "the derivative d(out)/d(x) contains DiracDelta, which has no TensorFlow form "
+        "(from DiracDelta(x)); rewrite the expression"
+    )
+    deriver._check_printable(sympy.exp(x), ("ops", 0, "output"), "value")  # printable
