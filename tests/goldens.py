@@ -340,6 +340,10 @@ _LATER += [
     *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
     ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
     ("log(1 + exp(w))", CPLX, None), ("w * log(1 + exp(w))", CPLX, None),
+    # a complex operand reduced to a broadcast one, with a run-time shape: conjugated
+    # inside the broadcast, which keeps its shape argument
+    ("einsum('ij,jk->ik', d - d + w, z)",
+     {**CPLX, "d": {"shape": [None, 2], "dtype": "complex64"}}, None),
 ]
 # memory: recompute, where the gradient needs forward steps that need each other
 _LATER_TEXTS = [

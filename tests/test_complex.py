@@ -31,6 +31,11 @@ OPS = {
         "einsum('ij,jk->ik', a - a + b, c)",
         lambda tf, a, b, c: tf.einsum("ij,jk->ik", a - a + b, c),
     ),
+    "einsum_broadcast_dynamic": (  # the broadcast's shape known at run time only
+        {"a": [None, 4], "b": [1, 4], "c": [4, 2]},
+        "einsum('ij,jk->ik', a - a + b, c)",
+        lambda tf, a, b, c: tf.einsum("ij,jk->ik", a - a + b, c),
+    ),
     "with_int": (
         {"z": [None], "n": {"shape": [None], "dtype": "int32"}},
         "z ** 2 * n",
