@@ -843,7 +843,7 @@ class _Parser:
         return self._node(None, "elementwise", [term], term.shape)
 
     def _square_node(self, node: ast.AST, op: str, arg: Term) -> Term:
-        what = {"logdet": "log(det())", "inverse": "inverse()"}.get(op, f"{op}()")
+        what = "log(det())" if op == "logdet" else f"{op}()"
         try:
             shape = sh.square_shape(arg.shape, self.factory, what)
         except sh.ShapeError as e:

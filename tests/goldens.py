@@ -339,6 +339,7 @@ _LATER += [
     ("a * 0 + x", MAT, None), ("exp(p) - exp(p) + exp(q)", NAMED, None),
     *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
     ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
+    ("x * 2 + 1e400", MAT, None),  # the column of a literal that overflows float64
     ("log(1 + exp(w))", CPLX, None), ("w * log(1 + exp(w))", CPLX, None),
     # a complex operand reduced to a broadcast one, with a run-time shape: conjugated
     # inside the broadcast, which keeps its shape argument

@@ -7,6 +7,7 @@ Generated files are written by hand here, so each case shows exactly what is com
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -296,10 +297,14 @@ def test_apply_writes_temporary_files_in_the_output_folder(tmp_path, monkeypatch
     replace = os.replace
 
     def recording_replace(src, dst):
-        renames.append((Path(src).parent, Path(dst)))
+        renames.append((Path(src).parent, Path(src).name, Path(dst)))
         replace(src, dst)
 
     monkeypatch.setattr(os, "replace", recording_replace)
     files = {"m.py": "x = 1\n"}
     apply(plan(files, str(tmp_path), []), files, str(tmp_path))
-    assert renames == [(tmp_path, tmp_path / "m.py")]
+    ((folder, name, target),) = renames
+    assert (folder, target) == (tmp_path, tmp_path / "m.py")
+    # named .<file>.<random>.tmp: hidden, and recognisable as an interrupted write
+    assert re.fullmatch(r"\.m\.py\.[A-Za-z0-9_]+\.tmp", name), name
+    assert sorted(os.listdir(tmp_path)) == ["m.py"]

@@ -199,12 +199,20 @@ def test_opaque_steps():
     assert p.value(fn.Const(sympy.Rational(1, 3)) * x) == "(1.0 / 3.0) * x"
 
 
+class _Odd(sympy.StrictGreaterThan):
+    pass
+
+
 def test_print_errors_name_the_function():
     cases = [
         (sympy.exp(1000) * x, "constant", "constant exp(1000) is not finite in float64"),
         (sympy.Piecewise((x, x > 0)), "Piecewise", "a Piecewise without a final True branch"),
         (sympy.Function("mystery")(x), "mystery", "mystery has no TensorFlow form"),
         (sympy.Heaviside(x), "Heaviside", "Heaviside has no TensorFlow form"),
+        # a constant condition (the parser and SymPy fold where(True, ...) away first)
+        (sympy.true, "True", "a constant condition"),
+        # a relation the printer does not know (every SymPy one is known: a subclass)
+        (_Odd(x, y), "_Odd", "_Odd has no TensorFlow form"),
     ]
     for expr, function, message in cases:
         with pytest.raises(PrintError) as info:
