@@ -198,7 +198,10 @@ class _Deriver:
         self.rename: dict = {}
         node_targets: dict = {}
         for node in p.nodes:
-            whole_output = [o for o in p.outputs if o.term.expr == node.symbol]
+            # (not when simplification dropped an operand that broadcast the output:
+            # sum(a, axis=1, keepdims=True) + x - x is the sum broadcast to a's shape)
+            whole_output = [o for o in p.outputs if o.term.expr == node.symbol
+                            and sh.same_shape(o.term.shape, node.shape)]
             if whole_output:
                 name = out_locals[whole_output[0].name]
             elif node.name_hint in where_names:

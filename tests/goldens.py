@@ -340,6 +340,18 @@ _LATER += [
     *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
     ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
     ("x * 2 + 1e400", MAT, None),  # the column of a literal that overflows float64
+    # reductions rewritten in a `where` intermediate, beside an operand dropped by
+    # simplification (the leaves of each rewritten expression keep x: its broadcast), in
+    # a node's operand, and a log-softmax beside a logsumexp still used
+    ("l * 2", MAT, {"l": "log(sum(exp(a), axis=1))"}),
+    ("log(sum(exp(a), axis=1, keepdims=True)) + x - x", MAT, None),
+    ("l * 2", MAT, {"l": "log(sum(exp(a), axis=1, keepdims=True)) + x - x"}),
+    ("sum(log(sum(exp(a), axis=1, keepdims=True)) + x - x, axis=0)", MAT, None),
+    ("a - logsumexp(a, axis=1, keepdims=True) + x - x", MAT, None),
+    ("(a - logsumexp(a, axis=1, keepdims=True)) * logsumexp(a, axis=1, keepdims=True)",
+     MAT, None),
+    # a softmax node is positive: its square root needs no zero guard
+    ("sqrt(exp(a) / sum(exp(a), axis=1, keepdims=True))", MAT, None),
     ("log(1 + exp(w))", CPLX, None), ("w * log(1 + exp(w))", CPLX, None),
     # a complex operand reduced to a broadcast one, with a run-time shape: conjugated
     # inside the broadcast, which keeps its shape argument

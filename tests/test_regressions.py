@@ -274,3 +274,34 @@ def test_recompute_without_reused_values_still_waits_for_the_upstream(tmp_path):
         "    output: sinh(x) / cosh(2 * x)\n").replace("ops:", "dtype: complex128\nops:"))
     text = generate([str(tmp_path / "s.yaml")], str(tmp_path))["m.py"]
     assert "with tf.control_dependencies([upstream]):" in text
+
+
+def test_an_output_that_is_a_reduction_broadcast_by_a_dropped_operand(tf, build):
+    """sum(a, axis=1, keepdims=True) + x - x is the sum broadcast to [2, 3]: the op
+    returned the [2, 1] sum itself (its node was named after the output), found by
+    mutation testing. Forward and gradient as TF autodiff of the same forward."""
+    module = build(spec(
+        "  - name: f\n    inputs: {a: [2, 3], x: [3]}\n"
+        "    output: sum(a, axis=1, keepdims=True) + x - x\n"
+        "  - name: g\n    inputs: {a: [2, 3], x: [3]}\n"
+        "    output: log(sum(exp(a), axis=1, keepdims=True)) + x - x\n"
+    ).replace("module: m", "module: dropped"))
+    a = tf.constant([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+    x = tf.constant([0.5, 1.5, -2.0])
+    upstream = tf.constant([[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]])
+    plain = {
+        "f": lambda a, x: tf.reduce_sum(a, axis=1, keepdims=True) + x - x,
+        "g": lambda a, x: tf.reduce_logsumexp(a, axis=1, keepdims=True) + x - x,
+    }
+    for name, reference in plain.items():
+        results = []
+        for fn in (getattr(module, name), reference):
+            with tf.GradientTape() as tape:
+                tape.watch([a, x])
+                out = fn(a, x)
+            results.append((out, tape.gradient(out, [a, x], output_gradients=upstream)))
+        (got, (ga, gx)), (want, (wa, wx)) = results
+        assert got.shape == want.shape == (2, 3), name
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_allclose(ga, wa, rtol=1e-6)
+        np.testing.assert_allclose(gx if gx is not None else 0.0, wx if wx is not None else 0.0)

@@ -327,6 +327,11 @@ MORE_FORMS = {
         (x + y - logsumexp(x, y), x - softplus(x - y)),
         (2 * x - logsumexp(x, 2 * x), -softplus(-x)),
         (x - logsumexp(x, y, z), -logsumexp(0, y - x, z - x)),
+        # a remainder of 0 is the simplest; a term that leaves r as complex as it was is
+        # not taken (no term of the logsumexp appears in x)
+        (x - logsumexp(x, x + 1), -softplus(1)),
+        (x - logsumexp(x, y) + sympy.sin(y), sympy.sin(y) - softplus(y - x)),
+        (x - logsumexp(y, x - y), None),
     ],
     "softmax_weight": [
         (exp(x + y - logsumexp(x, y)), exp(x) * sigmoid(y - x)),

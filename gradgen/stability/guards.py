@@ -217,7 +217,8 @@ def _taylor(expr, v, degree: int):
     try:
         series = sympy.series(_standard(expr), v, 0, degree + 1).removeO()
         poly = sympy.Poly(series, v)
-        if any(c.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Order) for c in poly.coeffs()):
+        # (zoo and nan make Poly or the checks below fail; removeO took the Order)
+        if any(c.has(sympy.oo) for c in poly.coeffs()):
             return None
         # coefficients must be finite for every value of the other inputs: the series
         # of d**2*(sqrt(1 + r**2/d**2) - 1) in d has 1/|r| and 1/r**2 in its
@@ -237,10 +238,7 @@ def _singular_in_others(coefficient) -> bool:
     that depends on another input."""
     return any(
         p.exp.is_negative and p.base.free_symbols for p in coefficient.atoms(sympy.Pow)
-    ) or any(
-        f.free_symbols and not f.is_polynomial(*f.free_symbols)
-        for f in coefficient.atoms(sympy.Abs)
-    )
+    ) or coefficient.has(sympy.Abs)  # (an Abs left by SymPy holds a symbol: |r|)
 
 
 def _has_pole(expr, v) -> bool:
