@@ -750,7 +750,7 @@ class _Parser:
 
     def _elementwise(self, node: ast.AST, expr, args: list[Term]) -> Term:
         shape = self._broadcast(node, args)
-        leaves = frozenset().union(*(a.leaves for a in args)) if args else frozenset()
+        leaves = frozenset().union(*(a.leaves for a in args))
         return Term(expr, shape, leaves)
 
     def _broadcast(self, node: ast.AST, terms: list[Term]) -> sh.Shape:

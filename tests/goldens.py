@@ -340,6 +340,7 @@ _LATER += [
     *((f"{op}(z)", CPLX, None) for op in ("max", "min", "logsumexp")),
     ("softmax(z, axis=0)", CPLX, None), ("log_softmax(z, axis=0)", CPLX, None),
     ("x * 2 + 1e400", MAT, None),  # the column of a literal that overflows float64
+    ("x * 2 + atan2(x)", MAT, None),  # the column of a wrong number of arguments
     # reductions rewritten in a `where` intermediate, beside an operand dropped by
     # simplification (the leaves of each rewritten expression keep x: its broadcast), in
     # a node's operand, and a log-softmax beside a logsumexp still used

@@ -221,3 +221,12 @@ def test_an_unprintable_function_in_a_derivative_is_named():
         "(from DiracDelta(x)); rewrite the expression"
     )
     deriver._check_printable(sympy.exp(x), ("ops", 0, "output"), "value")  # printable
+
+
+def test_forward_exprs_show_earlier_intermediates_by_name():
+    # explain's Forward section: each `where` step with the names of the steps before it,
+    # never its own; then the output
+    _, op = _op("t * cos(y)", {"x": [3], "y": [3]},
+                where={"s": "exp(x) * y", "t": "s + sin(x)"})
+    got = [(name, sympy.sstr(e)) for name, e in op.forward_exprs]
+    assert got == [("s", "y*exp(x)"), ("t", "s + sin(x)"), ("out", "t*cos(y)")]
