@@ -28,6 +28,7 @@ How:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import sympy
@@ -816,7 +817,7 @@ class _Deriver:
     def _shown(self, expr, upto: int | None = None):
         """``expr`` for display: ``where`` names in place of their expressions (the
         first ``upto`` of them), node symbols as their operations."""
-        where = self.p.where if upto is None else self.p.where[:upto]
+        where = self.p.where[:upto]  # (all of them for upto None)
         mapping = {}
         for name, term in reversed(where):
             mapping[term.expr] = sympy.Symbol(name)
@@ -837,18 +838,20 @@ class _Deriver:
         return stable.rewrite(expr)[0]
 
     def _inverse_rename(self) -> dict:
-        return {new: old for old, new in getattr(self, "rename", {}).items()}
+        return {new: old for old, new in self.rename.items()}
 
     def _display(self, expr):
         """``expr`` with node symbols shown as their operations, e.g. ``(a @ b)``."""
-        if not hasattr(self, "_display_map"):
-            mapping: dict = {}
-            for n in self.p.nodes:
-                args = [sympy.sstr(a.xreplace(mapping)) for a in n.args]
-                text = _node_text(n, args)
-                mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
-            self._display_map = mapping
         return expr.xreplace(self._display_map)
+
+    @functools.cached_property
+    def _display_map(self) -> dict:
+        mapping: dict = {}
+        for n in self.p.nodes:
+            args = [sympy.sstr(a.xreplace(mapping)) for a in n.args]
+            text = _node_text(n, args)
+            mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
+        return mapping
 
     def _reference(self, node_targets, out_locals, floats) -> tuple:
         """The forward as written (no stable rewrites, no guards, no CSE), for tests that
@@ -929,7 +932,7 @@ def _chain(base, n: int):
     return sympy.Mul(*factors)
 
 
-def _cheap_forms(expr, chains: bool = True):
+def _cheap_forms(expr, chains: bool):
     """Cheaper equal forms for code: with ``chains``, integer and half-integer powers by
     repeated squaring (``r**-12`` is 4 products after one division, not a ``pow`` call,
     which costs an exp and a log per element); and non-trivial numeric constants as

@@ -513,8 +513,8 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
     if fn == "transpose":
         return f"tf.linalg.matrix_transpose({args[0]})"
     if fn in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min"):
-        axis = list(value.param("axis"))
-        keep = ", keepdims=True" if value.param("keepdims") else ""
+        axis = list(value.required("axis"))
+        keep = ", keepdims=True" if value.required("keepdims") else ""
         return f"tf.{fn}({args[0]}, axis={axis}{keep})"
     if fn in _REDUCTION_HELPERS:
         helper = _REDUCTION_HELPERS[fn]
