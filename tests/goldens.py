@@ -345,6 +345,8 @@ _LATER += [
     # once (nothing to compare it with), half-integer powers by squaring chains
     ("out * 2", {"out": [3]}, None), ("p * x", {"p": ["n", 3], "x": [3]}, None),
     ("x ** 2.5 + y ** -2.5 + x ** 1.5", V3, None),
+    # inputs named as SymPy's own CSE would name its temporaries (x0, x1)
+    ("exp(x0) * x1 + exp(x0) * sin(x1)", {"x0": [3], "x1": [3]}, None),
     # reductions rewritten in a `where` intermediate, beside an operand dropped by
     # simplification (the leaves of each rewritten expression keep x: its broadcast), in
     # a node's operand, and a log-softmax beside a logsumexp still used
@@ -374,6 +376,10 @@ _LATER_TEXTS = [
     # takes another name
     "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3], exp_x: [3]}\n"
     "    outputs:\n      first: exp(x) * exp_x\n      second: exp(x) * 3\n",
+    # an output that is a step a node's operand already needed (emitted before it, the
+    # output's comment added), then another output
+    "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3], y: [3]}\n"
+    "    outputs:\n      first: exp(x) * y\n      second: sum(exp(x) * y) * 2\n",
 ]
 
 
