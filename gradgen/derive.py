@@ -174,7 +174,7 @@ class _Deriver:
 
     def _check_printable(self, expr, key, what: str) -> None:
         for cls in _UNPRINTABLE:
-            found = expr.atoms(cls) if isinstance(expr, sympy.Basic) else set()
+            found = expr.atoms(cls)
             if found:
                 name = cls.__name__
                 raise self._error(
@@ -330,7 +330,7 @@ class _Deriver:
             return [(t, ir.map_value(v, lambda e: e.xreplace(floats)), c) for t, v, c in values]
 
         forward, backward = self._cse(
-            to_float(forward_values), to_float(state.backward), where_exprs, out_locals
+            to_float(forward_values), to_float(state.backward), where_exprs
         )
         used = {
             s.name
@@ -370,9 +370,8 @@ class _Deriver:
                 ir.OutputIR(
                     name=out_locals[o.name],
                     shape_text=sh.format_shape(o.term.shape),
-                    formula=sympy.sstr(expr),
                 )
-                for o, expr in outputs
+                for o, _ in outputs
             ),
             single=p.single,
             forward=forward,
@@ -396,7 +395,6 @@ class _Deriver:
                    else REDUCTION_RULES.get(name) or guards.GUARDS[name])
                 for name in sorted(self.rules_used)
             ),
-            key=p.key,
         )
 
     # ------------------------------------------------------------ forward pieces
@@ -414,15 +412,15 @@ class _Deriver:
         leaves = frozenset(self.rename.get(s, s) for s in leaves)
         present = sorted(expr.free_symbols & self.leaf_symbols, key=str)
         missing = sorted(leaves - set(present), key=str)
-        if not missing and (present or not shape):
-            return expr  # every operand as written is still there
         factory = sh.DimFactory()
         actual = sh.broadcast_all([self.shape_of[s] for s in present], factory)
         if all(
             sh.same_shape(sh.broadcast(actual, self.shape_of[s], factory), actual)
             for s in missing
         ) and (present or not shape):
-            return expr  # the dropped operands could not have changed the shape
+            # every operand as written is still there, or the dropped ones could not
+            # have changed the shape (a constant left alone needs its shape, though)
+            return expr
         if sh.is_static(shape):
             return ir.Call("broadcast_to", (expr,), (("shape", tuple(shape)),))
         sources = tuple(sorted(leaves, key=str))
@@ -692,7 +690,7 @@ class _Deriver:
 
     # ----------------------------------------------------------------- CSE + order
 
-    def _cse(self, forward_values, backward_values, where_exprs, out_locals):
+    def _cse(self, forward_values, backward_values, where_exprs):
         # squaring chains round after every product (r**-12 loses ~3% in bfloat16)
         chains = self.p.dtype not in HALF_DTYPES
 

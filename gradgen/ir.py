@@ -156,7 +156,6 @@ class OutputIR:
 
     name: str
     shape_text: str
-    formula: str
 
 
 @dataclass(frozen=True)
@@ -204,7 +203,6 @@ class OpIR:
             named dims instantiated), for build-time verification; several variants.
         solves: the op inverts matrices (inverse, det, log(det)): tests should use
             well-conditioned square inputs.
-        key: spec key path of the op.
     """
 
     name: str
@@ -230,7 +228,6 @@ class OpIR:
     rewrites: tuple[str, ...]
     example_shapes: tuple
     solves: bool
-    key: tuple
 
 
 @dataclass(frozen=True)

@@ -347,6 +347,12 @@ _LATER += [
     ("x ** 2.5 + y ** -2.5 + x ** 1.5", V3, None),
     # inputs named as SymPy's own CSE would name its temporaries (x0, x1)
     ("exp(x0) * x1 + exp(x0) * sin(x1)", {"x0": [3], "x1": [3]}, None),
+    # dropped operands beside two run-time dims, beside a node (its renamed leaf); a
+    # node no output depends on (no cotangent), before and after one that is used; a
+    # node's cotangent unbroadcast at run time
+    ("u + v + m - m", NAMED, None), ("sum(a, axis=0) + x - x", MAT, None),
+    ("x + 0 * det(s)", MAT, None), ("trace(s) + x + 0 * det(s)", MAT, None),
+    ("sum(m, axis=1) + u", NAMED, None),
     # reductions rewritten in a `where` intermediate, beside an operand dropped by
     # simplification (the leaves of each rewritten expression keep x: its broadcast), in
     # a node's operand, and a log-softmax beside a logsumexp still used

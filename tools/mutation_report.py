@@ -1,13 +1,17 @@
-"""List the mutants a mutmut run left alive, each with the reason it survives.
+"""The score of a mutmut run and every mutant it left alive, each with a reason.
 
-Run in the folder where ``mutmut run`` ran (it reads ``mutmut results`` and
+Run in the folder where ``mutmut run`` ran (it reads ``mutmut results --all true`` and
 ``mutmut show``)::
 
-    python /path/to/tools/mutation_report.py > survivors.md
+    python /path/to/tools/mutation_report.py > docs/mutation-survivors.md
 
-Reasons come from :data:`REASONS` in docs/mutation_reasons.py: per mutant name, or per
-pattern over the mutant's name and its changed lines. A survivor no reason covers is
-listed as ``UNREVIEWED``; the report's last line counts them.
+Reasons come from :data:`REASONS` in docs/mutation_reasons.py: per pattern over the
+mutant's name and its changed lines. A survivor no reason covers is listed as
+``UNREVIEWED``; the report's last line counts them. A mutant whose tests time out is
+detected (it made them hang), as mutation tools count it.
+
+The score over non-equivalent mutants leaves out the survivors whose reason starts with
+"equivalent" or "unreachable" (no input tells them from the code).
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs"))
 from mutation_reasons import REASONS  # noqa: E402
+
+DETECTED = ("killed", "timeout")
+NOT_DETECTED = ("survived", "no tests", "suspicious")
 
 
 def _mutmut(*args: str) -> str:
@@ -26,14 +34,19 @@ def _mutmut(*args: str) -> str:
                           check=False).stdout
 
 
-def survivors() -> list[tuple[str, str]]:
-    """(mutant name, status) for every mutant not killed (survived, no tests, timeout)."""
+def statuses() -> list[tuple[str, str]]:
+    """(mutant name, status) for every mutant of the run."""
     out = []
-    for line in _mutmut("results").splitlines():
+    for line in _mutmut("results", "--all", "true").splitlines():
         name, _, status = line.strip().rpartition(": ")
-        if name and status in ("survived", "no tests", "timeout", "suspicious"):
+        if name:
             out.append((name, status))
     return out
+
+
+def module_of(name: str) -> str:
+    """``gradgen.stability.guards`` for ``gradgen.stability.guards.x__limit__mutmut_3``."""
+    return re.sub(r"\.x[_ǁ].*$", "", name)
 
 
 def changed_lines(name: str) -> str:
@@ -51,11 +64,42 @@ def reason_for(name: str, status: str, diff: str) -> str:
     return "no test calls it" if status == "no tests" else "UNREVIEWED"
 
 
+def _equivalent(reason: str) -> bool:
+    return reason.startswith(("equivalent", "unreachable"))
+
+
 def main() -> int:
+    all_statuses = statuses()
     rows = []
-    for name, status in survivors():
-        diff = changed_lines(name)
-        rows.append((reason_for(name, status, diff), name, status, diff))
+    for name, status in all_statuses:
+        if status in NOT_DETECTED:
+            diff = changed_lines(name)
+            rows.append((reason_for(name, status, diff), name, status, diff))
+    totals: Counter = Counter()
+    per_module: dict[str, Counter] = {}
+    for name, status in all_statuses:
+        c = per_module.setdefault(module_of(name), Counter())
+        c[status] += 1
+        totals[status] += 1
+    equivalent: Counter = Counter(module_of(n) for r, n, _, _ in rows if _equivalent(r))
+
+    def line(label: str, c: Counter, eq: int) -> str:
+        total = sum(c.values())
+        detected = sum(c[s] for s in DETECTED)
+        alive = total - detected
+        score = 100 * detected / total if total else 100.0
+        real = total - eq
+        score_real = 100 * detected / real if real else 100.0
+        return (f"| {label} | {total:,} | {c['killed']:,} | {c['timeout']:,} | {alive:,} "
+                f"| {eq:,} | {score:.1f}% | {score_real:.1f}% |")
+
+    print("| module | mutants | killed | timeout | not detected | of which equivalent "
+          "or unreachable | score | score over non-equivalent |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for module in sorted(per_module):
+        print(line(f"`{module}`", per_module[module], equivalent[module]))
+    print(line("all", totals, sum(equivalent.values())))
+    print()
     rows.sort()
     print("| mutant | status | change | why it survives |")
     print("| --- | --- | --- | --- |")
@@ -65,7 +109,7 @@ def main() -> int:
             shown = shown[:157] + "..."
         print(f"| `{name.replace('ǁ', '.')}` | {status} | `{shown}` | {reason} |")
     unreviewed = sum(1 for r in rows if r[0] == "UNREVIEWED")
-    print(f"\n{len(rows)} mutants not killed; {unreviewed} without a reason.")
+    print(f"\n{len(rows)} mutants not detected; {unreviewed} without a reason.")
     return 0
 
 
