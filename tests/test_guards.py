@@ -204,6 +204,16 @@ REMOVABLE = [
     # a jump, not a removable singularity (the one-sided series would be 1, or sinc)
     (sympy.Abs(x) / x, None),
     (sympy.Abs(x) * sin(x) / x**2, None),
+    # a sum: only the terms with the pole are filled in (one, or several whose sum has
+    # the limit), the other terms kept beside
+    (sin(x) / x + y, _filled(sin(x) / x, _horner(SINC_10), "0.05") + y),
+    (sin(x) / x**2 - 1 / x + y, _filled(
+        sin(x) / x**2 - 1 / x,
+        sympy.horner(sympy.series(sin(x) / x**2 - 1 / x, x, 0, 11).removeO(), wrt=x),
+        "0.062") + y),
+    # poles in two inputs: each filled in (the one in y was left as 0/0 at y = 0)
+    (sin(x) / x * sin(y) / y, _filled(sin(x) / x, _horner(SINC_10), "0.05")
+     * _filled(sin(y) / y, _horner(SINC_10, y), "0.05", y)),
     # limits that are infinite: left alone
     (1 / x, None),
     (y / x**2, None),

@@ -305,3 +305,31 @@ def test_an_output_that_is_a_reduction_broadcast_by_a_dropped_operand(tf, build)
         np.testing.assert_allclose(got, want, rtol=1e-6)
         np.testing.assert_allclose(ga, wa, rtol=1e-6)
         np.testing.assert_allclose(gx if gx is not None else 0.0, wx if wx is not None else 0.0)
+
+
+def test_removable_singularities_in_two_inputs_of_one_product(tf, build):
+    """sin(x)*sin(y)/(x*y): the pole in y was left as 0/0 once x's was filled in (the
+    other factors were visited one by one, so sin(y) and 1/y never met). Found by
+    mutation testing."""
+    module = build(spec(
+        "  - name: f\n    inputs: {x: [null], y: [null]}\n"
+        "    output: sin(x) * sin(y) / (x * y)\n"
+    ).replace("module: m", "module: two_poles\ndtype: float64"), audit=False)
+    x = tf.constant([0.5, 0.0, 0.0, 1e-30], tf.float64)
+    y = tf.constant([0.0, 0.5, 0.0, 2.0], tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch([x, y])
+        out = module.f(x, y)
+    gx, gy = tape.gradient(out, [x, y])
+
+    def sinc(t):
+        return np.where(t == 0, 1.0, np.sin(t) / np.where(t == 0, 1.0, t))
+
+    def dsinc(t):
+        safe = np.where(t == 0, 1.0, t)
+        return np.where(t == 0, 0.0, (safe * np.cos(safe) - np.sin(safe)) / safe**2)
+
+    xv, yv = x.numpy(), y.numpy()
+    np.testing.assert_allclose(out, sinc(xv) * sinc(yv), rtol=1e-14)
+    np.testing.assert_allclose(gx, dsinc(xv) * sinc(yv), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(gy, sinc(xv) * dsinc(yv), rtol=1e-12, atol=1e-15)

@@ -260,6 +260,7 @@ MORE_FORMS = {
         (exp(log(x) * sympy.sin(log(y))), None),
         # a term that does not match, then one that does
         (exp(log(x) * sympy.sin(log(y)) + y * log(x)), x**y * exp(log(x) * sympy.sin(log(y)))),
+        (exp(y * log(x) + 2), x**y * exp(2)),  # a constant term first
     ],
     "power_zero_coefficient": [
         # other factors kept, whatever their order; a zero of k + c; no pole at k = 0
@@ -268,6 +269,16 @@ MORE_FORMS = {
         (sympy.sin(z) * y * x ** (y - 1), sympy.sin(z) * fn.xdivy(y, x ** (1 - y))),
         ((y - 2) * x ** (y - 3), fn.xdivy(y - 2, x ** (3 - y))),
         (y * x ** (y + 1), None),
+        (y * 2 ** (y - 1), None),  # a number's power: no 0 * inf at a number
+    ],
+    "power_product": [
+        # symbolic or irrational exponents merged; other factors kept; different bases
+        # and numeric bases left alone
+        (x**y * x**sympy.pi, x ** (y + sympy.pi)),
+        (x**sqrt(2) / x, x ** (sqrt(2) - 1)),
+        (x**2 * x**y * z, x ** (y + 2) * z),
+        (x**y * z**y, None),
+        (2**y * 2**sympy.pi, None),
     ],
     "hypot": [(sqrt(x**2 - 1), None), (sqrt(x**2 + 4), fn.hypot(2, x))],
     "removable_fill": [
@@ -291,6 +302,8 @@ MORE_FORMS = {
         # gradgen's erfc(u) kept as written, beside SymPy's 2 - erfc(v) (either order)
         (fn.erfc(x) + 2 - _erfc(y), fn.erfc(x) + fn.erfc(-y)),
         (fn.erfc(y) + 2 - _erfc(x), fn.erfc(y) + fn.erfc(-x)),
+        # the kept erfc first in SymPy's order, then SymPy's erfc(y) - 2 = -erfc(-y)
+        (fn.erfc(x) - 2 + _erfc(y), fn.erfc(x) - fn.erfc(-y)),
         (x * _erf(y), None),
     ],
     "log_erfc": [(exp(_erfc(x)), None)],

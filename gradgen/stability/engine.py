@@ -105,13 +105,11 @@ def _walk(expr, rules, used, memo):
     if expr in memo:
         return memo[expr]
     out = expr
-    if expr.args and not expr.is_Atom:
+    if expr.args:  # (atoms have none)
         args = tuple(_walk(a, rules, used, memo) for a in expr.args)
         if args != expr.args:
             out = expr.func(*args)
-    for rule in rules:
-        if not isinstance(out, sympy.Basic):
-            break
+    for rule in rules:  # (each returns a SymPy expression or None)
         new = rule.apply(out)
         if new is not None and new != out:
             used.add(rule.name)

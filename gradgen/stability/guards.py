@@ -312,7 +312,8 @@ def removable_singularities(
                 if others and poles:
                     guarded = guard(sympy.Mul(*poles, *zeros), v)
                     if guarded is not None:
-                        return sympy.Mul(guarded, *(visit(f) for f in others))
+                        # the others as one product: sin(y)/y is filled in too
+                        return sympy.Mul(guarded, visit(sympy.Mul(*others)))
             guarded = guard(e, v)
             if guarded is not None:
                 return guarded
@@ -329,8 +330,7 @@ def removable_singularities(
 
 def kinks_to_piecewise(expr):
     """``Heaviside(u)`` -> ``Piecewise((1, u > 0), (0, u < 0), (1/2, True))``."""
-    mapping = {h: h.as_piecewise() for h in expr.atoms(Heaviside)}
-    return expr.xreplace(mapping) if mapping else expr
+    return expr.xreplace({h: h.as_piecewise() for h in expr.atoms(Heaviside)})
 
 
 # ------------------------------------------------------------------ double where
