@@ -483,11 +483,11 @@ class _Parser:
                     None, f"expressions are ASCII; found {ch!r} at character {i + 1}"
                 )
         text = text.strip()
-        shift = 0
-        if "\n" in text and _balanced(text):
-            # A multi-line expression (a YAML block scalar): parse it as if it were in
-            # parentheses, which keeps every line's columns; only line numbers shift.
-            text, shift = f"(\n{text}\n)", 1
+        # A multi-line expression (a YAML block scalar): parse it as if it were in
+        # parentheses, which keeps every line's columns; only line numbers shift, by one.
+        wrapped = "\n" in text and _balanced(text)
+        if wrapped:
+            text = f"(\n{text}\n)"
         try:
             tree = ast.parse(text, mode="eval")
         except SyntaxError as e:
@@ -496,10 +496,10 @@ class _Parser:
             raise _ExprError(node, f"invalid expression syntax: {e.msg}") from None
         except (RecursionError, MemoryError, ValueError):
             raise _ExprError(None, "expression is nested too deeply or too large") from None
-        if shift:
+        if wrapped:
             for node in ast.walk(tree):
                 if hasattr(node, "lineno"):
-                    node.lineno -= shift
+                    node.lineno -= 1
         count, stack = 0, [(tree.body, 1)]
         while stack:
             node, depth = stack.pop()
