@@ -335,18 +335,23 @@ def _dim(d, factory: sh.DimFactory) -> sh.Dim:
     return factory.unknown() if d is None else d
 
 
-def _compute_dtype(op: OpSpec, default: str) -> tuple[str | None, str]:
-    """(dtype, problem): the one float/complex dtype of the op's non-integer inputs."""
+def _compute_dtype(op: OpSpec, default: str) -> str:
+    """The one float/complex dtype of the op's non-integer inputs (the module's default,
+    or float32, when every input is an integer).
+
+    Raises:
+        ValueError: inputs of different float or complex dtypes (the message says so).
+    """
     dtypes = sorted({s.dtype for s in op.inputs.values() if s.dtype not in INT_DTYPES})
     if len(dtypes) > 1:
         listing = ", ".join(f"{n}: {s.dtype}" for n, s in op.inputs.items())
-        return None, (
+        raise ValueError(
             f"inputs have different dtypes ({listing}); an op computes in one float or "
             "complex dtype (integer inputs are cast to it)"
         )
     if dtypes:
-        return dtypes[0], ""
-    return (default if default in FLOAT_DTYPES + COMPLEX_DTYPES else "float32"), ""
+        return dtypes[0]
+    return default if default in FLOAT_DTYPES + COMPLEX_DTYPES else "float32"
 
 
 def parse_op(doc: SpecDocument, index: int) -> Program:
@@ -360,9 +365,10 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
     op = doc.model.ops[index]
     base: Loc = ("ops", index)
     factory = sh.DimFactory()
-    dtype, problem = _compute_dtype(op, doc.model.dtype)
-    if dtype is None:
-        raise SpecError(_diag(doc, op.name, base + ("inputs",), problem))
+    try:
+        dtype = _compute_dtype(op, doc.model.dtype)
+    except ValueError as e:
+        raise SpecError(_diag(doc, op.name, base + ("inputs",), str(e))) from None
     is_complex = dtype in COMPLEX_DTYPES
 
     inputs = []

@@ -93,7 +93,7 @@ def is_known(dim: Dim) -> bool:
 
 
 def format_dim(dim: Dim) -> str:
-    return str(dim) if not isinstance(dim, Unknown) else "None"
+    return str(dim)  # an Unknown reads as its label, "None"
 
 
 def format_shape(shape: Shape) -> str:

@@ -353,6 +353,12 @@ _LATER += [
     ("u + v + m - m", NAMED, None), ("sum(a, axis=0) + x - x", MAT, None),
     ("x + 0 * det(s)", MAT, None), ("trace(s) + x + 0 * det(s)", MAT, None),
     ("sum(m, axis=1) + u", NAMED, None),
+    # a complex program's reductions are not rewritten (logsumexp is real-only)
+    ("log(sum(exp(z)))", CPLX, None),
+    # a softmax node inside a square root (positive: no zero guard); logs beside a
+    # rewritten logsumexp that are not of its exponentials
+    ("sqrt(exp(a) / sum(exp(a), axis=1, keepdims=True) + 1)", MAT, None),
+    ("log(sum(exp(a), axis=0)) + log(2 * exp(x)) + log(x ** 2 + 1)", MAT, None),
     # reductions rewritten in a `where` intermediate, beside an operand dropped by
     # simplification (the leaves of each rewritten expression keep x: its broadcast), in
     # a node's operand, and a log-softmax beside a logsumexp still used

@@ -494,6 +494,7 @@ LSE_TERMS = [
     pytest.param((-INF, -INF), id="all-minus-inf"),  # -inf
     pytest.param((INF, 1.0), id="inf-term"),  # inf
     pytest.param((NAN, 1.0), id="nan-term"),
+    pytest.param((-5.0, 1e4), id="second-dominant"),  # the maximum over every term
 ]
 
 
@@ -856,6 +857,27 @@ EXTREMUM_CASES = [
     pytest.param(np.round(CUBE / 20.0), [0, 2], False, id="cube-axes-0-2-ties"),
     pytest.param(np.round(CUBE / 20.0), [1, 2], True, id="cube-axes-1-2-keepdims"),
 ]
+
+
+def test_reduction_helpers_default_to_no_keepdims_and_no_count(H):
+    """The printer passes keepdims and count only when they are set: the defaults must
+    be keepdims=False and a plain log-sum-exp (no count)."""
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]])
+    out = H._reduce_logsumexp(tf.constant(x), [1])
+    want = reduce_ref(x, [1], mp_lse, False)
+    assert out.shape == (2,)
+    assert_close(out, rounded(want, "float64"), RTOL["float64"])
+    y = np.max(x, axis=1)
+    g = H._extremum_grad(tf.constant([1.0, 2.0]), tf.constant(x), tf.constant(y), [1])
+    np.testing.assert_array_equal(g, [[0.0, 0.0, 1.0], [0.0, 0.0, 2.0]])
+
+
+def test_log_softmax_of_a_row_with_inf(H):
+    # x - max(x) where the row's maximum is inf: the inf entry is NaN (inf - inf), the
+    # others -inf, their limit as that entry grows (TensorFlow's log_softmax is NaN
+    # throughout)
+    x = tf.constant([[INF, 1.0, -2.0]], tf.float64)
+    assert_close(H._log_softmax(x, [1]), np.array([[NAN, -INF, -INF]]), 0.0)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

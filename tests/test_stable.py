@@ -261,6 +261,9 @@ MORE_FORMS = {
         # a term that does not match, then one that does
         (exp(log(x) * sympy.sin(log(y)) + y * log(x)), x**y * exp(log(x) * sympy.sin(log(y)))),
         (exp(y * log(x) + 2), x**y * exp(2)),  # a constant term first
+        # the term whose cofactor holds a log first in SymPy's order, then a match
+        (exp(log(x) * sympy.sin(log(y)) + sympy.tanh(z) * sympy.atan(z) * log(x)),
+         x ** (sympy.tanh(z) * sympy.atan(z)) * exp(log(x) * sympy.sin(log(y)))),
     ],
     "power_zero_coefficient": [
         # other factors kept, whatever their order; a zero of k + c; no pole at k = 0

@@ -1,0 +1,175 @@
+"""Mutation testing of the helpers template (templates/helpers.py.j2), which mutmut cannot
+mutate (it is Jinja, rendered into each generated module).
+
+Each mutant changes one operator, comparison, constant, keyword or TensorFlow function
+in one code line of the template (Jinja tags, comments and docstrings are left alone);
+the template is rendered as the generated modules render it and the helpers' own tests
+(tests/test_helpers.py, against mpmath and NumPy) run against it::
+
+    python tools/mutate_templates.py                 # every mutant, two at a time
+    python tools/mutate_templates.py --sample 80     # a seeded random sample
+    python tools/mutate_templates.py --list          # the mutants, without running
+
+A mutant is killed when the tests fail (or time out), survived when they pass. The
+report (Markdown, on standard output) gives the score and every survivor's diff. Needs
+TensorFlow (the helpers are TensorFlow code); not part of the default test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = Path("templates") / "helpers.py.j2"
+TESTS = ["tests/test_helpers.py"]
+TIMEOUT_S = 300
+
+# (pattern, replacement): each match in a code line is one mutant
+OPERATORS = [
+    (r" \+ ", " - "), (r" - ", " + "), (r" \* ", " / "), (r" / ", " * "), (r"\*\*", "*"),
+    (r" <= ", " < "), (r" >= ", " > "), (r" < ", " <= "), (r" > ", " >= "),
+    (r" == ", " != "), (r" != ", " == "),
+    (r"\band\b", "or"), (r"\bor\b", "and"), (r"\bnot ", ""),
+    (r"\bTrue\b", "False"), (r"\bFalse\b", "True"),
+    (r"(?<![\w.])0(?![\w.])", "1"), (r"(?<![\w.])1(?![\w.])", "2"),
+    (r"(?<![\w.])2(?![\w.])", "3"), (r"(?<![\w.])0\.5(?![\w])", "0.25"),
+    (r"\bmaximum\b", "minimum"), (r"\bminimum\b", "maximum"),
+    (r"\breduce_max\b", "reduce_min"), (r"\breduce_min\b", "reduce_max"),
+    (r"\breduce_sum\b", "reduce_mean"), (r"\blog1p\b", "log"), (r"\bexpm1\b", "exp"),
+    (r"\bkeepdims=True\b", "keepdims=False"),
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    line: int  # 1-based
+    start: int
+    end: int
+    replacement: str
+
+    def apply(self, lines: list[str]) -> list[str]:
+        out = list(lines)
+        text = out[self.line - 1]
+        out[self.line - 1] = text[: self.start] + self.replacement + text[self.end:]
+        return out
+
+    def describe(self, lines: list[str]) -> str:
+        before = lines[self.line - 1].strip()
+        after = self.apply(lines)[self.line - 1].strip()
+        return f"line {self.line}: `{before}` -> `{after}`"
+
+
+def code_lines(lines: list[str]):
+    """(1-based line number, text with any trailing comment removed) of code lines."""
+    in_doc = False
+    for i, line in enumerate(lines, 1):
+        stripped = line.strip()
+        quotes = stripped.count('"""')
+        if in_doc:
+            in_doc = quotes % 2 == 0
+            continue
+        if quotes:
+            in_doc = quotes % 2 == 1
+            continue
+        if not stripped or stripped.startswith(("#", "{%", "{#")):
+            continue
+        code = re.sub(r"\s+#.*$", "", line) if "#" in line else line
+        if re.search(r"[\"']", code):  # string literals: mutate only outside them
+            code = re.sub(r"(\"[^\"]*\"|'[^']*')", lambda m: " " * len(m.group(0)), code)
+        yield i, code
+
+
+def mutants(lines: list[str]) -> list[Mutant]:
+    out = []
+    for number, code in code_lines(lines):
+        for pattern, replacement in OPERATORS:
+            for m in re.finditer(pattern, code):
+                out.append(Mutant(number, m.start(), m.end(), replacement))
+    return sorted(set(out), key=lambda m: (m.line, m.start, m.replacement))
+
+
+def _run(copy: Path, lines: list[str], mutant: Mutant) -> str:
+    (copy / TEMPLATE).write_text("\n".join(mutant.apply(lines)) + "\n")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS],
+            cwd=copy, capture_output=True, text=True, timeout=TIMEOUT_S,
+            env={**os.environ, "PYTHONPATH": str(copy)},
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return "survived" if result.returncode == 0 else "killed"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, help="test a seeded random sample of N")
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = parser.parse_args()
+
+    lines = (ROOT / TEMPLATE).read_text().split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    todo = mutants(lines)
+    if args.list:
+        for m in todo:
+            print(m.describe(lines))
+        print(f"{len(todo)} mutants")
+        return 0
+    if args.sample and args.sample < len(todo):
+        todo = sorted(random.Random(args.seed).sample(todo, args.sample),
+                      key=lambda m: (m.line, m.start))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = []
+        for k in range(args.workers):
+            copy = Path(tmp) / f"copy{k}"
+            shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+                ".git", ".venv*", "mutants", "__pycache__", "*.egg-info", "build", "dist"))
+            copies.append(copy)
+        # the unmutated template must pass, or every mutant would look killed
+        if _run(copies[0], lines, Mutant(1, 0, 0, "")) != "survived":
+            print("the helper tests fail on the unmutated template", file=sys.stderr)
+            return 2
+        results: dict[Mutant, str] = {}
+        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+            free = list(copies)
+            pending = {}
+            queue = list(todo)
+            while queue or pending:
+                while queue and free:
+                    copy, m = free.pop(), queue.pop(0)
+                    pending[pool.submit(_run, copy, lines, m)] = (copy, m)
+                done, _ = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    copy, m = pending.pop(future)
+                    results[m] = future.result()
+                    free.append(copy)
+
+    killed = sum(1 for s in results.values() if s in ("killed", "timeout"))
+    print(f"{len(results)} mutants of {TEMPLATE} tested"
+          + (f" (a sample, seed {args.seed}, of {len(mutants(lines))})" if args.sample else "")
+          + f": {killed} killed ({100 * killed / max(1, len(results)):.1f}%)\n")
+    print("| survivor | why it survives |")
+    print("| --- | --- |")
+    for m in sorted(results, key=lambda m: (m.line, m.start)):
+        if results[m] == "survived":
+            print(f"| {m.describe(lines).replace('|', chr(92) + '|')} | UNREVIEWED |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
