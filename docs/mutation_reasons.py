@@ -72,7 +72,60 @@ REASONS = [
     (r"derive.*_check_printable|derive.*_partial", r"_check_printable\(None|, None\)$",
      "unreachable: no derivative of the language holds these functions (the check is "
      "tested directly)"),
+    (r"derive.*x_derive_op", r"^- None, / - \) / \+ \)$",
+     "equivalent: None is the Diagnostic's default field"),
+    (r"derive.*simplify_partial", r"count_ops\((None|c\[1\])\)",
+     "not detected: of the two candidates (the partial as SymPy builds it and its "
+     "factor_terms), the one with fewer operations also came first in SymPy's sort order "
+     "on every partial tried; a pair where they disagree would kill it"),
+    (r"derive.*_cse", r"symbols=None|^- symbols=sympy\.numbered_symbols\(\"_cse\"\),$"
+     r"|numbered_symbols\(None\)",
+     "equivalent: SymPy's default temporaries skip every symbol in the expressions, and "
+     "temporaries are renamed after CSE (an input named None0 would be needed to tell "
+     "numbered_symbols(None) apart)"),
+    (r"derive.*_Deriver.*run", r"pop\(node\.symbol, None\)",
+     "equivalent: None is falsy like [] (a node with no cotangent is skipped)"),
+    (r"expr.*_Parser.*__init__", r"",
+     "equivalent: parse() sets key, name_hint and _root before anything reads them"),
+    (r"expr.*_Parser.*_ast", r"ast\.Constant\((None|1)\)",
+     "equivalent: the placeholder node only carries the error's position"),
+    (r"expr.*_Parser.*_ast", r"e\.lineno or 2",
+     "unreachable: a SyntaxError from ast.parse always has a line number"),
+    (r"expr.*_Parser.*_ast", r"XX\\n\\tXX",
+     "equivalent: 'X' is printable ASCII, allowed anyway"),
+    (r"expr.*_check_real_constants", r"evalf\((None|21)\)",
+     "equivalent: the value is only tested for an imaginary part and printed to 6 digits"),
     # ------------------------------------------------------------------ stability
+    (r"families\.cancellation.*_sqrt_conjugate", r"continue / \+ break",
+     "equivalent: a number partner sorts before the root term in SymPy's order, and of "
+     "two roots the later one finds the earlier, with the same result"),
+    (r"families\.logsumexp.*_log_mul", r"force=",
+     "equivalent: every factor is positive (positive_factors), so expand_log expands it "
+     "with or without force"),
+    (r"families\.powers.*_power_product", r"len\(exponents\) >= 1",
+     "equivalent: one exponent gives back the same product"),
+    (r"families\.sigmoid", r"power >= 0|exp <= 0|exp < 1",
+     "equivalent: x**0 is 1 in SymPy, so no power 0 reaches the rule"),
+    (r"stability\.guards.*guard_branches", r"or True|changed = None",
+     "equivalent: And() drops a True argument, _safe_values(True) is {}, and None is "
+     "falsy like False"),
+    (r"stability\.guards.*(guard_branches|removable_singularities)", r"evaluate=",
+     "not detected: SymPy's evaluation leaves every recorded guarded or filled-in "
+     "Piecewise as built; evaluate=False keeps it so where a condition could be merged "
+     "(no case found)"),
+    (r"stability\.guards.*removable_singularities", r"p\[1\] is v|p\[0\] is not v",
+     "equivalent: rebuilding the Piecewise unevaluated from unchanged pairs gives an "
+     "equal one"),
+    (r"stability\.guards.*removable_singularities", r"len\(with_pole\) (>= 1|> 2)|or True",
+     "equivalent: without other terms, part is e itself, which the fallback fills in "
+     "(the condition saves computing its limit twice)"),
+    (r"stability\.guards.*removable_singularities", r"if others or poles",
+     "equivalent: with no other factors the product is e itself, the fallback's case; "
+     "with no pole factor the pole is inside an argument and is filled in there"),
+    (r"stability\.reductions.*(_map|_log_softmax)", r"leaves",
+     "not detected: a rewritten program's leaf sets only decide where derive restores a "
+     "broadcast that simplification dropped, and the rewritten nodes have the shapes of "
+     "the nodes they replace, so no recorded case tells them apart"),
     (r"stability\.normalize.*scaled_exp", r"sign / k",
      "equivalent: sign is +1 or -1, so sign/k and sign*k have the same sign"),
     (r"stability\.match.*_exp_terms", r"sum\(2 for",
@@ -103,4 +156,24 @@ REASONS = [
     (r"families\.norms.*_root", r"f\.exp >= 0|f\.exp > 1|f\.exp / 2",
      "equivalent: the exponent is a positive even integer (x**0 is 1, never a factor), "
      "so > 0, >= 0 and > 1 agree and / 2 is exact"),
+]
+
+# tools/mutate_templates.py: (regex over "line N: `before` -> `after`", reason)
+TEMPLATE_REASONS = [
+    (r"isinstance\(want, int\) or got is None",
+     "equivalent: tf.ensure_shape with sizes the tensor already has statically is a no-op"),
+    (r"len\(sizes\) <= len\(places\)",
+     "equivalent: a run-time check of sizes already equal statically passes"),
+    (r"(x >= -0.69|a <= 1.0|x > _ERFCX_ASYMPTOTIC_FROM|x <= _ERFCX_OVERFLOW_BELOW)",
+     "equivalent to within the tests' tolerance: at the switch point itself both forms "
+     "are accurate"),
+    (r"_ERFCX_SERIES\[(-2\]|:-2\])|/ tf.ones_like",
+     "equivalent to within float64 rounding: the series' last term is below an ulp from "
+     "x = 10 on (0.005**12 * 3.2e11 = 8e-17), and dividing by one changes nothing"),
+    (r"(a\.shape|tf\.shape\(a\))\[-2\]",
+     "equivalent: the matrix is square"),
+    (r"singular = .*(/ eps|s\[\.\.\., 1\])",
+     "not detected: the threshold only picks between two correct cofactor formulas (the "
+     "adjugate from the SVD near singular matrices); a wrong threshold costs accuracy "
+     "only for nearly singular matrices the tests do not reach with it"),
 ]

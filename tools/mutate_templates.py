@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs"))
+from mutation_reasons import TEMPLATE_REASONS  # noqa: E402
+
 TEMPLATE = Path("templates") / "helpers.py.j2"
 TESTS = ["tests/test_helpers.py"]
 TIMEOUT_S = 300
@@ -165,9 +168,15 @@ def main() -> int:
           + f": {killed} killed ({100 * killed / max(1, len(results)):.1f}%)\n")
     print("| survivor | why it survives |")
     print("| --- | --- |")
+    unreviewed = 0
     for m in sorted(results, key=lambda m: (m.line, m.start)):
         if results[m] == "survived":
-            print(f"| {m.describe(lines).replace('|', chr(92) + '|')} | UNREVIEWED |")
+            shown = m.describe(lines)
+            reason = next((r for pattern, r in TEMPLATE_REASONS if re.search(pattern, shown)),
+                          "UNREVIEWED")
+            unreviewed += reason == "UNREVIEWED"
+            print(f"| {shown.replace('|', chr(92) + '|')} | {reason} |")
+    print(f"\n{unreviewed} survivors without a reason.")
     return 0
 
 
