@@ -442,3 +442,33 @@ def test_findings_reproduce_in_tensorflow(tmp_path, no_cache):
                     assert not np.all(np.isfinite(grad)), (g.meta.name, name, example)
                     checked += 1
     assert checked > 0
+
+
+_EXTREMES = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.0, -1.0, 27.0, -27.0,
+             1e10, -1e10, 1e300, -1e300, 1.7976931348623157e308, -1.7976931348623157e308]
+
+
+@pytest.mark.parametrize("name", sorted(_KERNELS) + ["erf", "log_sigmoid"])
+def test_mirror_kernels_evaluate_at_float64_extremes(name):
+    """Every kernel at float64's finite extremes: mpmath 1.3 raises for some of them
+    (erfc(1e300): OverflowError in its series check), which crashed a float64 build;
+    where mpmath cannot, C's value (erfc(1e300) = 0) stays."""
+    from gradgen.stability.audit.mirror import _TF
+
+    x = np.array(_EXTREMES)
+    got = np.asarray(getattr(_TF(formats.get("float64"), x.size).math, name)(x))
+    assert got.shape == x.shape
+    if name == "erfc":
+        assert got[x == 1e300] == 0.0 and got[x == -1e300] == 2.0
+
+
+def test_mirror_pow_and_atan2_evaluate_at_float64_extremes():
+    from gradgen.stability.audit.mirror import _TF
+
+    a, b = (v.reshape(-1) for v in np.meshgrid(_EXTREMES, _EXTREMES))
+    tf_ = _TF(formats.get("float64"), a.size)
+    power = np.asarray(tf_.math.pow(a, b))
+    # 0 ** y for y <= -1 is +-inf (mpmath raises ZeroDivisionError), 0 ** -5e-324 is 1:
+    # the mirror flushes subnormal arguments to zero, as TensorFlow's CPU kernels do
+    assert np.all(np.abs(power[(a == 0.0) & (b <= -1)]) == np.inf)
+    assert np.all(np.isfinite(np.asarray(tf_.math.atan2(a, b))))

@@ -277,7 +277,12 @@ KERNEL_BITS = 80
 
 def _refine(value: np.ndarray, args: list, exact) -> None:
     """Replace each finite element of ``value`` whose arguments are finite by ``exact``
-    at :data:`KERNEL_BITS` (C's special cases, such as ``pow(1, nan) = 1``, stay)."""
+    at :data:`KERNEL_BITS` (C's special cases, such as ``pow(1, nan) = 1``, stay).
+
+    Where mpmath cannot evaluate a finite argument (``erfc(1e300)`` raises
+    OverflowError in mpmath 1.3's series check), C's value stays: such arguments are
+    far past where the function saturates, so C's value is the rounded one.
+    """
     flat = value.reshape(-1)
     columns = [a.reshape(-1) for a in args]
     finite = np.isfinite(flat)
@@ -285,7 +290,10 @@ def _refine(value: np.ndarray, args: list, exact) -> None:
         finite &= np.isfinite(c)
     with mpmath.workprec(KERNEL_BITS):
         for i in np.flatnonzero(finite):
-            result = exact(*(mpmath.mpf(float(c[i])) for c in columns))
+            try:
+                result = exact(*(mpmath.mpf(float(c[i])) for c in columns))
+            except (OverflowError, ZeroDivisionError, ValueError):
+                continue
             if isinstance(result, mpmath.mpf):  # an mpc: outside the real domain
                 flat[i] = float(result)
 
