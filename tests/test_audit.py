@@ -472,3 +472,118 @@ def test_mirror_pow_and_atan2_evaluate_at_float64_extremes():
     # the mirror flushes subnormal arguments to zero, as TensorFlow's CPU kernels do
     assert np.all(np.abs(power[(a == 0.0) & (b <= -1)]) == np.inf)
     assert np.all(np.isfinite(np.asarray(tf_.math.atan2(a, b))))
+
+
+# ------------------------------------------------------------------ formats
+
+
+def _numpy_dtype(name):
+    if name == "bfloat16":
+        return pytest.importorskip("ml_dtypes").bfloat16
+    return np.dtype(name).type
+
+
+_ROUNDING_POINTS = np.array(
+    [0.0, -0.0, 1.0, -1.0, 1 + 2.0**-8, 1 + 3 * 2.0**-8, 1 + 2.0**-9, 1 + 3 * 2.0**-9,
+     1 + 2.0**-12, 1 + 3 * 2.0**-11, 1 + 2.0**-24, 1 + 3 * 2.0**-24, 0.1, -0.3, 3.0e38,
+     -3.0e38, 3.4e38, 3.5e38, 65504.0, 65520.0, 1e5, 2.0**-14, 2.0**-20, 1e-40, -1e-40,
+     1.5e-38, 1.1754942e-38, 2.2250738585072014e-308, 1e-310, 1e300, np.inf, -np.inf])
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_format_rounds_as_a_cast_does(name):
+    """Format.round against NumPy's (and ml_dtypes') cast: round to nearest even,
+    overflow to inf, NaN kept; then subnormals flushed to signed zero where the
+    format's kernels flush them (float16's subnormals stay)."""
+    fmt = formats.get(name)
+    with np.errstate(over="ignore"):  # bfloat16 rounds from float32 (1e300 is inf)
+        cast = _ROUNDING_POINTS.astype(np.float32 if name == "bfloat16" else np.float64)
+        want = cast.astype(_numpy_dtype(name)).astype(np.float64)
+    if fmt.ftz:
+        want = np.where(np.abs(want) < fmt.tiny, np.copysign(0.0, want), want)
+    got = np.asarray(fmt.round(_ROUNDING_POINTS), dtype=np.float64)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert np.isnan(fmt.round([np.nan])[0])
+    assert fmt.largest == float(np.finfo(_numpy_dtype(name)).max)
+    assert fmt.tiny == float(np.finfo(_numpy_dtype(name)).smallest_normal)
+    assert fmt.precision == np.finfo(_numpy_dtype(name)).nmant + 1
+    assert fmt.width == 8 * np.dtype(_numpy_dtype(name)).itemsize
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_format_neighbours_and_ordinals_count_representable_numbers(name):
+    """neighbours() against nextafter in the dtype (the flushed range skipped), and
+    ordinals one apart between neighbours, 0 for zeros, odd in the sign."""
+    fmt, dtype = formats.get(name), _numpy_dtype(name)
+    for value in (1.0, -1.0, 0.75, -3.0, 1e4, fmt.largest / 2, fmt.tiny, -fmt.tiny, 0.0):
+        v = np.asarray([value]).astype(dtype)
+        below = np.nextafter(v, np.asarray([-np.inf]).astype(dtype)).astype(np.float64)[0]
+        above = np.nextafter(v, np.asarray([np.inf]).astype(dtype)).astype(np.float64)[0]
+        if fmt.ftz:  # the next number past a flushed subnormal range is +-tiny or 0
+            below = below if abs(below) >= fmt.tiny else (0.0 if value > 0 else -fmt.tiny)
+            above = above if abs(above) >= fmt.tiny else (0.0 if value < 0 else fmt.tiny)
+        assert fmt.neighbours(value) == (below, above), value
+        o = fmt.ordinal([below, value, above])
+        assert (o[1] - o[0], o[2] - o[1]) == (1, 1), value
+    assert fmt.ordinal([0.0, -0.0]).tolist() == [0, 0]
+    assert fmt.ordinal([fmt.tiny])[0] == (1 if fmt.ftz else 2 ** (fmt.precision - 1))
+    assert fmt.ordinal([-2.5])[0] == -fmt.ordinal([2.5])[0]
+    bits = fmt._magnitude_bits(np.asarray([1.0, 2.5, fmt.largest], dtype=fmt.storage))
+    np.testing.assert_array_equal(fmt.from_magnitude_bits(bits), [1.0, 2.5, fmt.largest])
+
+
+# ------------------------------------------------------------------ every function
+
+
+@pytest.fixture(scope="module")
+def table_ops(tmp_path_factory):
+    """{dtype: {entry name: (op IR, views)}} for every elementwise entry of the
+    hand-written function table (tests/test_reference_functions.py)."""
+    import test_reference_functions as table
+
+    out = {}
+    for dtype in ("float32", "float64"):
+        path = tmp_path_factory.mktemp("table") / f"table_{dtype}.yaml"
+        path.write_text(table._spec(dtype))
+        doc = load_spec(str(path))
+        names = [o.name for o in doc.model.ops]
+        out[dtype] = {}
+        for name in table.ELEMENTWISE:
+            op = derive_op(doc, names.index(f"f_{name}"))
+            out[dtype][name] = (op, op_views(op))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mirror_and_reference_agree_with_the_function_table(table_ops, dtype):
+    """The audit's two halves against the independent table: the mirror (the printed
+    code run with NumPy in the dtype) and the exact reference (the forward as written,
+    and its partials, with mpmath), for every function of the expression language at
+    the table's points; the same tolerances as the TensorFlow check of the table."""
+    import test_reference_functions as table
+
+    fmt = formats.get(dtype)
+    rtol, tiny = table.RTOL[dtype], table.TINY[dtype]
+    for name, entry in table.ELEMENTWISE.items():
+        op, views = table_ops[dtype][name]
+        columns, _ = table._cases(dtype)[f"f_{name}"]
+        points = dict(zip(entry.inputs, columns))
+        outputs, gradients = Program(views).run(fmt, points)
+        exact = Reference(op).evaluate(fmt, points)
+        by_target = {target: values for (_, target, _), (values, _) in
+                     zip(Reference(op).targets, exact)}
+        for i, point in enumerate(zip(*columns)):
+            want, partials = table._exact_at(entry, point)
+            label = f"{name}{point} {dtype}"
+            table._close(outputs[0][i], want, rtol, abs(want) + tiny, f"{label} mirror")
+            table._close(by_target[None][i], want, 1e-15, abs(want) + 1e-300,
+                         f"{label} reference")
+            for k, w in enumerate(partials):
+                scale = abs(w) + tiny + table.DIFF_NOISE + entry.gradient_scale
+                table._close(gradients[0][entry.inputs[k]][i], w, rtol, scale,
+                             f"{label} mirror d/d{entry.inputs[k]}")
+                if entry.derivative is None:  # steps: the reference has DiracDelta
+                    table._close(by_target[entry.inputs[k]][i], w, 1e-15,
+                                 abs(w) + 1e-300 + table.DIFF_NOISE,
+                                 f"{label} reference d/d{entry.inputs[k]}")

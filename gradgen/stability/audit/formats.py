@@ -100,24 +100,20 @@ class Format:
         return bits.astype(unsigned).view(self.storage)
 
     def neighbours(self, value: float) -> tuple[float, float]:
-        """The representable numbers just below and just above ``value`` (rounded)."""
+        """The representable numbers just below and just above ``value`` (rounded),
+        past the flushed subnormal range where this format flushes it."""
         v = self.round([value])
-        if self.emulated:
+        if self.ftz and v[0] == 0:
+            return -self.tiny, self.tiny
+        if self.emulated:  # one step of the bfloat16 bit pattern (sign bit included)
             bits = int(v.view(np.uint32)[0] >> 16)
-            def at(b):
-                return float(np.asarray([b << 16], dtype=np.uint32).view(np.float32)[0])
-            if v[0] == 0:
-                return -self.tiny if self.ftz else -at(1), self.tiny if self.ftz else at(1)
-            step = 1
-            lo, hi = (at(bits - step), at(bits + step)) if v[0] > 0 else (
-                at(bits + step), at(bits - step))
-            return lo, hi
-        x = v.astype(self.storage)[0]
-        lo = np.nextafter(x, self.storage(-np.inf))
-        hi = np.nextafter(x, self.storage(np.inf))
-        lo, hi = self.flush(np.asarray([lo, hi]))
-        if self.ftz and x == 0:
-            lo, hi = -self.tiny, self.tiny
+            steps = [bits - 1, bits + 1] if v[0] > 0 else [bits + 1, bits - 1]
+            near = (np.asarray(steps, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+        else:
+            x = v.astype(self.storage)[0]
+            near = np.asarray([np.nextafter(x, self.storage(-np.inf)),
+                               np.nextafter(x, self.storage(np.inf))])
+        lo, hi = self.flush(near)
         return float(lo), float(hi)
 
 

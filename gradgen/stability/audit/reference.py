@@ -262,13 +262,20 @@ def _call(f, point, prec, many=False):
             return None
         except (ValueError, TypeError):  # e.g. comparing a complex number in a condition
             return None if many else _DOMAIN
-    if many:
-        return [_real(v) for v in value]
-    return _real(value)
+        if many:
+            return [_real(v) for v in value]
+        return _real(value)
+
+
+# mpmath's lazy constants (mpmath.pi, mpmath.e: what lambdify prints for pi and E, as a
+# partial such as d(pi*x)/dx = pi is) are not mpf instances until evaluated.
+_CONSTANT = type(mpmath.pi)
 
 
 def _real(value):
-    if isinstance(value, (int, float)):
+    """``value`` as an mpf at the working precision; :data:`_DOMAIN` where it is
+    complex; None where it is NaN or not a number."""
+    if isinstance(value, (int, float, _CONSTANT)):
         value = mpmath.mpf(value)
     if isinstance(value, mpmath.mpc):
         return _DOMAIN
