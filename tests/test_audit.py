@@ -3,6 +3,7 @@ reference, the dtype mirror, and how build, check, explain and docstrings use it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -587,3 +588,204 @@ def test_mirror_and_reference_agree_with_the_function_table(table_ops, dtype):
                     table._close(by_target[entry.inputs[k]][i], w, 1e-15,
                                  abs(w) + 1e-300 + table.DIFF_NOISE,
                                  f"{label} reference d/d{entry.inputs[k]}")
+
+
+# ------------------------------------------------------------------ what the audit says
+
+
+def _target(output, input_name, counted=10, nonfinite=0, worst=0.0, mean=0.0):
+    from gradgen.stability.audit import Target
+
+    examples = [{"point": {"x": 0.0, "y": float(j)}, "got": "nan", "exact": 1.5}
+                for j in range(min(nonfinite, 3))]
+    return Target(output, input_name, counted, nonfinite, examples, worst,
+                  {"x": 2.0, "y": 3.0} if counted else None, mean)
+
+
+def _audit(*targets, dtype="float32", skipped=None):
+    from gradgen.stability.audit import Audit
+
+    return Audit("f", dtype, 0 if skipped else 40, skipped, list(targets))
+
+
+@pytest.mark.parametrize("bits, precision, phrase", [
+    (0.0, 24, "at most 1 of 24 bits"), (1.0, 24, "at most 1 of 24 bits"),
+    (1.01, 24, "at most 2 of 24 bits"), (4.0, 24, "at most 4 of 24 bits"),
+    (4.5, 24, "at most 8 of 24 bits"), (16.5, 24, "at most 24 of 24 bits"),
+    (23.9, 24, "at most 24 of 24 bits"), (24.0, 24, "all 24 significant bits lost"),
+    (40.0, 53, "at most 32 of 53 bits"), (7.5, 8, "at most 8 of 8 bits"),
+    (8.0, 8, "all 8 significant bits lost"),
+])
+def test_bits_phrase_rounds_up_to_a_power_of_two(bits, precision, phrase):
+    """Rounded up to 1, 2, 4, 8, 16 or 32 bits, and never past the format's precision
+    (a one-ulp difference between machines does not change the docstring)."""
+    from gradgen.stability.audit.report import _bits_phrase
+
+    assert _bits_phrase(bits, precision) == phrase
+
+
+def test_docstring_line_says_exactly_what_was_found():
+    clean = _audit(_target("out", None, worst=0.4), _target("out", "x", worst=2.5),
+                   _target("out", "y", worst=1.0))
+    assert docstring_line(clean) == (
+        "Accuracy audit (float32, 40 points): the gradient is finite wherever the exact "
+        "one is; worst error at most 4 of 24 bits.")
+    failing = _audit(_target("out", "x", nonfinite=1, worst=3.0),
+                     _target("out", "y", nonfinite=3), _target("g", "x", nonfinite=2),
+                     dtype="float64")
+    assert docstring_line(failing) == (
+        "Accuracy audit (float64, 40 points): the gradient is NaN or inf where the exact "
+        "one is finite (of x at 3 points, of y at 3 points); worst error at most 4 of 53 "
+        "bits.")
+    nothing = _audit(_target("out", None), _target("out", "x", counted=0), dtype="bfloat16")
+    assert docstring_line(nothing) == (
+        "Accuracy audit (bfloat16, 40 points): the gradient is finite wherever the exact "
+        "one is; no point had a finite exact gradient to compare.")
+    assert docstring_line(_audit(skipped="no differentiable input")) == (
+        "Accuracy audit: not run (no differentiable input).")
+
+
+def test_explain_lines_list_every_target():
+    from gradgen.stability.audit.report import explain_lines
+
+    audit = _audit(_target("out", None, worst=0.25, mean=0.125),
+                   _target("out", "x", counted=7, nonfinite=2, worst=12.0, mean=1.5),
+                   _target("out", "y", counted=0))
+    assert explain_lines(audit, indent="  ") == [
+        "  40 points in float32; exact values: the expression as written and its "
+        "derivatives, mpmath at rising precision",
+        "  out: finite wherever the exact value is (10 points); worst error 0.2 bits at "
+        "x = 2, y = 3; mean 0.12 bits",
+        "  d(out)/d(x): NaN/inf at 2 of 7 points where the exact value is finite, e.g. "
+        "x = 0, y = 0 (got nan, exact 1.5); worst error 12.0 bits at x = 2, y = 3; mean "
+        "1.50 bits",
+        "  d(out)/d(y): no point with a finite exact value in range",
+    ]
+    assert explain_lines(_audit(skipped="complex128 ops are not audited")) == [
+        "    not run: complex128 ops are not audited"]
+    unlocated = _audit(dataclasses.replace(_target("out", None), worst_at=None))
+    assert explain_lines(unlocated)[1] == (
+        "    out: finite wherever the exact value is (10 points); worst error 0.0 bits; "
+        "mean 0.00 bits")
+
+
+def test_strict_error_names_the_first_failing_gradient():
+    from gradgen.errors import EXIT_VERIFY_FAILED
+
+    assert strict_error(_audit(_target("out", "x"))) is None
+    assert strict_error(_audit(skipped="no differentiable input")) is None
+    error = strict_error(_audit(_target("out", None, nonfinite=1), _target("out", "x"),
+                                _target("out", "y", counted=9, nonfinite=1),
+                                _target("out", "x", nonfinite=2)))
+    assert str(error) == (
+        "op 'f': accuracy audit (strict): the gradient of 'out' for input 'y' is nan at "
+        "x = 0, y = 0 (float32) where the exact gradient of the expression as written "
+        "is 1.5; 1 such point of 9 (gradgen explain lists them)")
+    assert (error.op, error.input, error.point) == ("f", "y", {"x": 0.0, "y": 0.0})
+    assert error.exit_code == EXIT_VERIFY_FAILED
+    many = strict_error(_audit(_target("out", "x", nonfinite=3)))
+    assert "is nan at x = 0, y = 0 (float32)" in str(many)
+    assert "; 3 such points of 10 (" in str(many)
+
+
+def test_audit_round_trips_through_json():
+    from gradgen.stability.audit import Audit
+
+    audit = _audit(_target("out", None, worst=1.5), _target("out", "x", nonfinite=2))
+    assert Audit.from_json(json.loads(json.dumps(audit.to_json()))) == audit
+    assert Audit.from_json({"op": "f", "dtype": "float32"}) == Audit("f", "float32")
+    assert [t.input for t in audit.gradients] == ["x"]
+
+
+def test_an_audit_out_of_time_is_reported_not_run(tmp_path, monkeypatch):
+    """audit_in_budget: the audit runs under GRADGEN_OP_TIMEOUT, and one that runs out
+    of it is an audit not run (with why), never a failure; within it, the audit itself."""
+    from gradgen.stability.audit import Audit, audit_in_budget
+
+    op = _op(_spec(tmp_path, """
+        - name: slow
+          inputs: {x: [null], y: [null]}
+          output: log(1 + exp(x)) * erfc(y) + atan2(y, x)
+    """), "slow")
+    views = op_views(op)
+    assert audit_in_budget(op, views) == audit_op(op, views)
+    monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.001")
+    assert audit_in_budget(op, views) == Audit(
+        "slow", "float32", skipped="out of the per-op time budget (GRADGEN_OP_TIMEOUT)")
+
+
+# kernel -> its values at (-inf, inf, nan), as IEEE and TensorFlow's kernels give them
+_AT_INFINITY = {
+    "exp": (0.0, np.inf, np.nan), "log": (np.nan, np.inf, np.nan),
+    "log1p": (np.nan, np.inf, np.nan), "expm1": (-1.0, np.inf, np.nan),
+    "sin": (np.nan, np.nan, np.nan), "cos": (np.nan, np.nan, np.nan),
+    "tan": (np.nan, np.nan, np.nan), "asin": (np.nan, np.nan, np.nan),
+    "acos": (np.nan, np.nan, np.nan), "atan": (-np.pi / 2, np.pi / 2, np.nan),
+    "sinh": (-np.inf, np.inf, np.nan), "cosh": (np.inf, np.inf, np.nan),
+    "tanh": (-1.0, 1.0, np.nan), "asinh": (-np.inf, np.inf, np.nan),
+    "acosh": (np.nan, np.inf, np.nan), "atanh": (np.nan, np.nan, np.nan),
+    "erf": (-1.0, 1.0, np.nan), "erfc": (2.0, 0.0, np.nan),
+    "sigmoid": (0.0, 1.0, np.nan), "softplus": (0.0, np.inf, np.nan),
+    "log_sigmoid": (-np.inf, 0.0, np.nan),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(_AT_INFINITY))
+def test_mirror_kernels_at_infinity_and_nan(name, dtype):
+    """Where the kernel's value is not finite, or its argument is not, the mirror keeps
+    C's special cases (mpmath refines only finite values at finite arguments)."""
+    from gradgen.stability.audit.mirror import _TF
+
+    got = np.asarray(getattr(_TF(formats.get(dtype), 3).math, name)(
+        np.array([-np.inf, np.inf, np.nan])), dtype=np.float64)
+    want = np.array(_AT_INFINITY[name])
+    np.testing.assert_allclose(got, want, rtol=1e-7)
+
+
+def test_mirror_xlogy_family_and_tensor_stand_ins():
+    """TensorFlow's xlogy, xlog1py and xdivy are 0 where x is 0, whatever y is (0, a
+    negative number, inf, NaN), and x * log(y), x * log1p(y), x / y elsewhere; the
+    stand-ins for tensor functions keep the points' shape."""
+    from gradgen.stability.audit.mirror import _TF
+
+    tf_ = _TF(formats.get("float64"), 6)
+    x = np.array([0.0, 0.0, 0.0, 0.0, 2.0, -3.0])
+    y = np.array([0.0, -1.0, np.inf, np.nan, math.e, 0.5])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(tf_.math.xlogy(x, y)),
+                                      [0, 0, 0, 0, 2.0, -3.0 * math.log(0.5)])
+        np.testing.assert_array_equal(np.asarray(tf_.math.xlog1py(x, y)),
+                                      [0, 0, 0, 0, 2.0 * math.log1p(math.e),
+                                       -3.0 * math.log1p(0.5)])
+        np.testing.assert_array_equal(np.asarray(tf_.math.xdivy(x, y)),
+                                      [0, 0, 0, 0, 2.0 / math.e, -6.0])
+    assert np.asarray(tf_.math.xlogy(np.array([2.0]), np.array([0.0])))[0] == -np.inf
+    assert np.asarray(tf_.math.xdivy(np.array([2.0]), np.array([0.0])))[0] == np.inf
+    np.testing.assert_array_equal(np.asarray(tf_.ones_like(x)), np.ones(6))
+    np.testing.assert_array_equal(np.asarray(tf_.zeros_like(x)), np.zeros(6))
+    np.testing.assert_array_equal(np.asarray(tf_.reduce_sum(2.5, axis=[0])), np.full(6, 2.5))
+    np.testing.assert_array_equal(np.asarray(tf_.broadcast_to(x, None)), x)
+    np.testing.assert_array_equal(np.asarray(tf_.where(x > 0, x, y)),
+                                  [0.0, -1.0, np.inf, np.nan, 2.0, 0.5])
+    assert tf_.shape(x) == (6,) and np.asarray(tf_.constant(1.5)) == 1.5
+    assert np.asarray(tf_.cast(np.array([True, False]), "float64")).tolist() == [1.0, 0.0]
+
+
+def test_reference_falls_back_to_evalf_for_other_functions():
+    """A function without an mpmath evaluation (none of the language's, today) is
+    evaluated by SymPy's evalf at the working precision; a complex value is NaN."""
+    import sympy
+
+    from gradgen import functions as fn
+    from gradgen.stability.audit.reference import _evalf_function
+
+    with mpmath.workprec(200):
+        x, y = mpmath.mpf(2), mpmath.mpf(3) / 7
+        got = _evalf_function(fn.xlogy)(x, y)
+        assert isinstance(got, mpmath.mpf)
+        assert abs(got - 2 * mpmath.log(y)) < mpmath.mpf(2) ** -190
+        lse = _evalf_function(fn.logsumexp)(x, y, -x)
+        want = mpmath.log(mpmath.exp(x) + mpmath.exp(y) + mpmath.exp(-x))
+        assert abs(lse - want) < mpmath.mpf(2) ** -190
+        assert mpmath.isnan(_evalf_function(sympy.log)(-x))

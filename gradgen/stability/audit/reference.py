@@ -41,43 +41,15 @@ MAX_PREC = 1 << 14
 AGREE_BITS = 8  # two precisions agree to 2**-(precision + AGREE_BITS) relatively
 
 
-def _mp_logsumexp(*args):
-    m = max(args)
-    if mpmath.isinf(m):
-        return m
-    return m + mpmath.log(mpmath.fsum(mpmath.exp(a - m) for a in args))
-
-
-def _mp_xlogy(x, y):
-    return mpmath.mpf(0) if x == 0 else x * mpmath.log(y)
-
-
-def _mp_xlog1py(x, y):
-    return mpmath.mpf(0) if x == 0 else x * mpmath.log1p(y)
-
-
-def _mp_xdivy(x, y):
-    return mpmath.mpf(0) if x == 0 else x / y
-
-
-def _mp_heaviside(x, *rest):
-    return mpmath.mpf(1) if x > 0 else (mpmath.mpf(0) if x < 0 else mpmath.mpf(0.5))
-
-
-# How the functions SymPy's mpmath printer does not know evaluate (by printed name).
+# How the functions of the expression language that SymPy's mpmath printer does not
+# know evaluate (by printed name). The forward as written holds no other gradgen
+# function (xlogy, logsumexp, Square... are what rewrites and the printer introduce);
+# one that appeared would fall back to :func:`_evalf_function`.
 _NAMESPACE = {
     "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)),
     "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
-    "logsumexp": _mp_logsumexp,
-    "xlogy": _mp_xlogy,
-    "xdivy": _mp_xdivy,
-    "xlog1py": _mp_xlog1py,
-    "logcosh": lambda x: mpmath.log(mpmath.cosh(x)),
-    "Square": lambda x: x * x,
-    "Recip": lambda x: 1 / x,
     "Max": max,
     "Min": min,
-    "Heaviside": _mp_heaviside,
     "log1p": mpmath.log1p,
     "expm1": mpmath.expm1,
     "Abs": mpmath.fabs,
