@@ -789,3 +789,90 @@ def test_reference_falls_back_to_evalf_for_other_functions():
         want = mpmath.log(mpmath.exp(x) + mpmath.exp(y) + mpmath.exp(-x))
         assert abs(lse - want) < mpmath.mpf(2) ** -190
         assert mpmath.isnan(_evalf_function(sympy.log)(-x))
+
+
+# ------------------------------------------------------------------ measuring, sampling
+
+
+def test_compare_counts_ulps_and_failures_by_hand():
+    """Error in bits is log2(1 + ulps) between the computed value and the exact one
+    rounded to the format; the format's width where the computed value is NaN or inf;
+    0 where both are below the smallest normal number; NaN where the point does not
+    count (exact undefined, or past the format's range)."""
+    from gradgen.stability.audit.measure import compare
+
+    one_ulp = 1 + 2.0**-23
+    got = np.array([1.0, one_ulp, 1 + 3 * 2.0**-23, np.nan, np.inf, 1e-39, 5.0, 2.0, 3.0,
+                    -1.0])
+    exact = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 1e-40, 1e39, np.nan, 1 + 2.0**-30, 1.0])
+    kinds = np.array([FINITE] * 7 + [UNDEFINED, FINITE, FINITE], dtype=np.int8)
+    m = compare(F32, got, exact, kinds)
+    assert m.counted.tolist() == [True] * 6 + [False, False, True, True]
+    assert m.nonfinite.tolist() == [3, 4]
+    # 3 against 1 (2**-30 above 1 rounds to 1): 2**23 ordinals to 2, 2**22 more to 3
+    want = [0.0, 1.0, 2.0, 32.0, 32.0, 0.0, np.nan, np.nan, math.log2(1 + 3 * 2**22), np.nan]
+    # -1 against 1: 2 * 2**23 * 127 ordinals apart
+    want[9] = math.log2(1 + 2 * int(F32.ordinal([1.0])[0]))
+    np.testing.assert_array_equal(m.bits, want)
+    # a constant output (one value for every point) is broadcast to the points
+    constant = compare(F32, np.float64(1.0), np.array([1.0, one_ulp]),
+                       np.array([FINITE, FINITE], dtype=np.int8))
+    np.testing.assert_array_equal(constant.bits, [0.0, 1.0])
+    overflowed = compare(F32, np.array([np.inf]), np.array([1e39]),
+                         np.array([OVERFLOW], dtype=np.int8))
+    assert not overflowed.counted.any() and overflowed.nonfinite.size == 0
+
+
+def test_sampler_thresholds_integers_and_sizes(tmp_path):
+    """Thresholds come from conditions on an input or its absolute value (both signs,
+    never from a comparison between two inputs); integer inputs get integers; edge rows
+    stop at MAX_EDGE_POINTS; random points per dtype."""
+    import importlib
+
+    sampling = importlib.import_module("gradgen.stability.audit.sample")
+
+    path = _spec(tmp_path, """
+        - name: branches
+          inputs: {x: [null], y: [null]}
+          output: where(abs(x) < 0.25, x, 2 * x) + where(3 > y, y, -y) + where(x < y, x, y)
+        - name: counts
+          inputs: {k: {shape: [null], dtype: int32}, x: [null]}
+          output: x * k
+    """)
+    branches, counts = _op(path, "branches"), _op(path, "counts")
+    assert sampling.thresholds(branches) == [-3.0, -0.25, 0.25, 3.0]
+    points = sampling.sample(branches, F32, "seed")
+    assert len(points["x"]) == len(points["y"]) == sampling.MAX_EDGE_POINTS + 128
+    assert len(sampling.sample(branches, formats.get("float64"), "seed")["x"]) == (
+        sampling.MAX_EDGE_POINTS + 32)
+    assert len(sampling.sample(branches, F32, "seed", random_points=5)["x"]) == 85
+    k = sampling.sample(counts, F32, "seed")["k"]
+    assert np.all(k == np.round(k)) and np.all(np.abs(k) <= 2048)
+    assert {0.0, 1.0, -1.0, 2.0, -2.0} <= set(k[:20].tolist())
+    edges = sampling.edge_values(F32, [0.1, 1e39])  # 1e39 is past float32's range
+    assert edges[:11] == [0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, F32.tiny, -F32.tiny,
+                          F32.largest, -F32.largest]
+    cut = float(np.float32(0.1))
+    assert edges[11:] == [cut, *F32.neighbours(cut)]
+    # 0.5 is an edge already: only its neighbours are new
+    assert sampling.edge_values(F32, [0.5]) == edges[:11] + list(F32.neighbours(0.5))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_random_values_are_uniform_over_ordinals(name):
+    """Herbie's sampling: every binade equally likely, both signs, every value a number
+    of the format; subnormals only where the format keeps them (float16)."""
+    from gradgen.stability.audit.sample import random_values, rng_for
+
+    fmt = formats.get(name)
+    values = random_values(fmt, rng_for("x"), 4000)
+    assert np.array_equal(np.asarray(fmt.round(values), dtype=np.float64), values)
+    assert np.all(np.isfinite(values)) and np.all(np.abs(values) <= fmt.largest)
+    assert 0.4 < np.mean(values < 0) < 0.6
+    exponents = np.frexp(np.abs(values))[1]
+    low = np.abs(values) < fmt.tiny
+    assert low.any() == (not fmt.ftz)
+    # about half the values have an exponent above the middle of the range
+    middle = (np.frexp(fmt.largest)[1] + np.frexp(fmt.tiny)[1]) / 2
+    assert 0.4 < np.mean(exponents > middle) < 0.6
+    assert not np.array_equal(values, random_values(fmt, rng_for("y"), 4000))
