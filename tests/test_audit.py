@@ -631,12 +631,12 @@ def test_docstring_line_says_exactly_what_was_found():
         "Accuracy audit (float32, 40 points): the gradient is finite wherever the exact "
         "one is; worst error at most 4 of 24 bits.")
     failing = _audit(_target("out", "x", nonfinite=1, worst=3.0),
-                     _target("out", "y", nonfinite=3), _target("g", "x", nonfinite=2),
-                     dtype="float64")
+                     _target("out", "y", nonfinite=2), _target("g", "x", nonfinite=2),
+                     _target("g", "z", nonfinite=1), dtype="float64")
     assert docstring_line(failing) == (
         "Accuracy audit (float64, 40 points): the gradient is NaN or inf where the exact "
-        "one is finite (of x at 3 points, of y at 3 points); worst error at most 4 of 53 "
-        "bits.")
+        "one is finite (of x at 3 points, of y at 2 points, of z at 1 point); worst error "
+        "at most 4 of 53 bits.")
     nothing = _audit(_target("out", None), _target("out", "x", counted=0), dtype="bfloat16")
     assert docstring_line(nothing) == (
         "Accuracy audit (bfloat16, 40 points): the gradient is finite wherever the exact "
@@ -649,17 +649,17 @@ def test_explain_lines_list_every_target():
     from gradgen.stability.audit.report import explain_lines
 
     audit = _audit(_target("out", None, worst=0.25, mean=0.125),
-                   _target("out", "x", counted=7, nonfinite=2, worst=12.0, mean=1.5),
-                   _target("out", "y", counted=0))
+                   _target("out", "y", counted=0),
+                   _target("out", "x", counted=7, nonfinite=2, worst=12.0, mean=1.5))
     assert explain_lines(audit, indent="  ") == [
         "  40 points in float32; exact values: the expression as written and its "
         "derivatives, mpmath at rising precision",
         "  out: finite wherever the exact value is (10 points); worst error 0.2 bits at "
         "x = 2, y = 3; mean 0.12 bits",
+        "  d(out)/d(y): no point with a finite exact value in range",
         "  d(out)/d(x): NaN/inf at 2 of 7 points where the exact value is finite, e.g. "
         "x = 0, y = 0 (got nan, exact 1.5); worst error 12.0 bits at x = 2, y = 3; mean "
         "1.50 bits",
-        "  d(out)/d(y): no point with a finite exact value in range",
     ]
     assert explain_lines(_audit(skipped="complex128 ops are not audited")) == [
         "    not run: complex128 ops are not audited"]
@@ -849,11 +849,12 @@ def test_sampler_thresholds_integers_and_sizes(tmp_path):
     k = sampling.sample(counts, F32, "seed")["k"]
     assert np.all(k == np.round(k)) and np.all(np.abs(k) <= 2048)
     assert {0.0, 1.0, -1.0, 2.0, -2.0} <= set(k[:20].tolist())
-    edges = sampling.edge_values(F32, [0.1, 1e39])  # 1e39 is past float32's range
+    # thresholds come sorted, both signs: +-1e39 (past float32's range) are skipped
+    edges = sampling.edge_values(F32, [-1e39, -0.1, 0.1, 1e39])
     assert edges[:11] == [0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, F32.tiny, -F32.tiny,
                           F32.largest, -F32.largest]
     cut = float(np.float32(0.1))
-    assert edges[11:] == [cut, *F32.neighbours(cut)]
+    assert edges[11:] == [-cut, *F32.neighbours(-cut), cut, *F32.neighbours(cut)]
     # 0.5 is an edge already: only its neighbours are new
     assert sampling.edge_values(F32, [0.5]) == edges[:11] + list(F32.neighbours(0.5))
 
@@ -876,3 +877,54 @@ def test_random_values_are_uniform_over_ordinals(name):
     middle = (np.frexp(fmt.largest)[1] + np.frexp(fmt.tiny)[1]) / 2
     assert 0.4 < np.mean(exponents > middle) < 0.6
     assert not np.array_equal(values, random_values(fmt, rng_for("y"), 4000))
+
+
+def _exact_values(tmp_path, output, inputs, point, dtype="float64"):
+    """The reference's (value, class) of each target of a one-op spec at one point."""
+    spec = ("        - name: f\n          inputs: {" + ", ".join(f"{i}: [null]" for i in inputs)
+            + "}\n          output: " + output + "\n")
+    op = _op(_spec(tmp_path, textwrap.dedent(spec), dtype=dtype), "f")
+    reference = Reference(op)
+    evaluated = reference.evaluate(formats.get(dtype),
+                                   {i: np.array([v]) for i, v in zip(inputs, point)})
+    return {name: (float(values[0]), int(kinds[0]))
+            for (_, name, _), (values, kinds) in zip(reference.targets, evaluated)}
+
+
+@pytest.mark.parametrize("output, inputs, point, want", [
+    # 0/0 at 0 and away from 0 (the step is relative to the point there)
+    ("sin(x) / x", ("x",), (0.0,), 1.0),
+    ("log(x) / (x - 1)", ("x",), (1.0,), 1.0),
+    ("sin(x * y) / (x * y)", ("x", "y"), (0.0, 0.0), 1.0),
+    # no limit: the directions disagree (the third, of mixed signs, for x*y/|x*y|)
+    ("x / y", ("x", "y"), (0.0, 0.0), None),
+    ("x * y / Abs(x * y)", ("x", "y"), (0.0, 0.0), None),
+    ("x / Abs(x)", ("x",), (0.0,), None),
+    # a pole: infinite from both sides is not a number to compare with
+    ("x / (x * x * x)", ("x",), (0.0,), None),
+])
+def test_reference_takes_the_limit_at_removable_singularities(tmp_path, output, inputs,
+                                                              point, want):
+    value, kind = _exact_values(tmp_path, output, inputs, point)[None]
+    if want is None:
+        assert kind == UNDEFINED and math.isnan(value)
+    else:
+        assert kind == FINITE and value == want
+
+
+def test_audit_numbers_are_json_safe():
+    from gradgen.stability.audit import _num
+
+    assert [_num(v) for v in (np.inf, -np.inf, np.nan, np.float32(2.5), 0)] == [
+        "inf", "-inf", "nan", 2.5, 0.0]
+    assert isinstance(_num(np.float32(2.5)), float)
+
+
+def test_bfloat16_rounding_keeps_a_nan_with_any_payload():
+    """Rounding adds to the bit pattern: a NaN with a low payload (0x7F800001) would
+    carry into inf without the NaN check."""
+    from gradgen.stability.audit.formats import _round_bfloat16
+
+    nans = np.array([0x7F800001, 0xFF80FFFF, 0x7FC00000], dtype=np.uint32).view(np.float32)
+    assert np.all(np.isnan(_round_bfloat16(nans)))
+    assert _round_bfloat16(nans).dtype == np.float32

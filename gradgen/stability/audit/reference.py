@@ -282,19 +282,20 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     step_bits = fmt.precision + 64
     values = []
     directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
+    # the steps are taken at the working precision: at 53 bits, 1 + 2**-117 is 1
+    prec = 2 * (_start_prec(point) + step_bits) + 128
     for direction in directions:
-        moved = []
-        for i, v in enumerate(point):
-            scale = abs(v) if v != 0 else fmt.tiny
-            d = direction[i % len(direction)]
-            moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
-        prec = 2 * (_start_prec(point) + step_bits) + 128
         with mpmath.workprec(prec):
+            moved = []
+            for i, v in enumerate(point):
+                scale = abs(v) if v != 0 else fmt.tiny
+                d = direction[i % len(direction)]
+                moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
             try:
-                value = f(*moved)
+                value = _real(f(*moved))
             except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                 return math.nan, UNDEFINED
-        if not isinstance(value, mpmath.mpf) or mpmath.isnan(value):
+        if value is None or value is _DOMAIN:
             return math.nan, UNDEFINED
         values.append(value)
     kind = FINITE
