@@ -936,3 +936,44 @@ def test_bfloat16_rounding_keeps_a_nan_with_any_payload():
     nans = np.array([0x7F800001, 0xFF80FFFF, 0x7FC00000], dtype=np.uint32).view(np.float32)
     assert np.all(np.isnan(_round_bfloat16(nans)))
     assert _round_bfloat16(nans).dtype == np.float32
+
+
+def test_compare_float16_subnormals_both_below_tiny_count_as_exact():
+    """float16 keeps subnormals (ordinals count them), but a computed and an exact value
+    both below the smallest normal number carry no relative precision: 0 bits."""
+    from gradgen.stability.audit.measure import compare
+
+    f16 = formats.get("float16")
+    m = compare(f16, np.array([2.0**-20, 2.0**-20]), np.array([2.0**-22, 1.0]),
+                np.array([FINITE, FINITE], dtype=np.int8))
+    assert m.bits[0] == 0.0 and m.bits[1] > 10
+
+
+def test_ops_without_a_differentiable_input_are_not_audited(tmp_path):
+    from gradgen.stability.audit import Audit
+
+    op = _op(_spec(tmp_path, """
+        - name: counted
+          inputs: {k: {shape: [null], dtype: int32}}
+          output: 2 * k
+    """), "counted")
+    assert audit_op(op, op_views(op)) == Audit("counted", "float32",
+                                                skipped="no differentiable input")
+
+
+def test_printed_code_runs_with_only_the_allowed_builtins(tmp_path):
+    """Defense in depth: the mirror runs printed statements with an allow-list of
+    builtins, so code that reached for open() or __import__ is a MirrorError."""
+    from gradgen.stability.audit.mirror import MirrorError
+
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null]}
+          output: 2 * x
+    """), "f")
+    views = op_views(op)
+    for call in ("open('/etc/passwd')", "__import__('os')"):
+        forward = [{"code": f"_ = {call}"}] + list(views.module["forward"])
+        hostile = dataclasses.replace(views, module={**views.module, "forward": forward})
+        with pytest.raises(MirrorError, match="NameError"):
+            Program(hostile).run(F32, {"x": np.array([1.0])})

@@ -4,6 +4,8 @@ Run in the folder where ``mutmut run`` ran (it reads ``mutmut results --all true
 ``mutmut show``)::
 
     python /path/to/tools/mutation_report.py > docs/mutation-survivors.md
+    python /path/to/tools/mutation_report.py --exclude audit    # all but the audit
+    python /path/to/tools/mutation_report.py --names sample.txt # a sample's mutants
 
 Reasons come from :data:`REASONS` in docs/mutation_reasons.py: per pattern over the
 mutant's name and its changed lines. A survivor no reason covers is listed as
@@ -16,6 +18,7 @@ The score over non-equivalent mutants leaves out the survivors whose reason star
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -68,8 +71,18 @@ def _equivalent(reason: str) -> bool:
     return reason.startswith(("equivalent", "unreachable"))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--exclude", help="leave out mutants whose name matches this regex")
+    parser.add_argument("--names", type=Path,
+                        help="only the mutants named in this file, one per line (a sample)")
+    args = parser.parse_args(argv)
     all_statuses = statuses()
+    if args.exclude:
+        all_statuses = [(n, s) for n, s in all_statuses if not re.search(args.exclude, n)]
+    if args.names:
+        wanted = set(args.names.read_text().split())
+        all_statuses = [(n, s) for n, s in all_statuses if n in wanted]
     rows = []
     for name, status in all_statuses:
         if status in NOT_DETECTED:
