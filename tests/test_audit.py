@@ -579,9 +579,9 @@ def test_mirror_and_reference_agree_with_the_function_table(table_ops, dtype):
         columns, _ = table._cases(dtype)[f"f_{name}"]
         points = dict(zip(entry.inputs, columns))
         outputs, gradients = Program(views).run(fmt, points)
-        exact = Reference(op).evaluate(fmt, points)
+        reference = Reference(op)
         by_target = {target: values for (_, target, _), (values, _) in
-                     zip(Reference(op).targets, exact)}
+                     zip(reference.targets, reference.evaluate(fmt, points))}
         for i, point in enumerate(zip(*columns)):
             want, partials = table._exact_at(entry, point)
             label = f"{name}{point} {dtype}"
