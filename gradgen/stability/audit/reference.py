@@ -291,10 +291,7 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
                 scale = abs(v) if v != 0 else fmt.tiny
                 d = direction[i % len(direction)]
                 moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
-            try:
-                value = _real(f(*moved))
-            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
-                return math.nan, UNDEFINED
+        value = _call(f, moved, prec)
         if value is None or value is _DOMAIN:
             return math.nan, UNDEFINED
         values.append(value)
