@@ -13,6 +13,7 @@ from pathlib import Path
 import mpmath
 import numpy as np
 import pytest
+import sympy
 from click.testing import CliRunner
 
 import gradgen.stability as stable
@@ -22,7 +23,8 @@ from gradgen.derive import derive_op
 from gradgen.emit import generate
 from gradgen.explain import explain_spec
 from gradgen.spec import load_spec
-from gradgen.stability.audit import audit_op, formats, seed_text
+from gradgen import ir
+from gradgen.stability.audit import Audit, audit_op, formats, seed_text
 from gradgen.stability.audit.mirror import Program
 from gradgen.stability.audit.reference import FINITE, OVERFLOW, UNDEFINED, Reference
 from gradgen.stability.audit.report import docstring_line, strict_error
@@ -1000,3 +1002,121 @@ def test_mirror_has_every_elementwise_function_the_printer_prints_and_no_other()
     assert {"pow", "sqrt", "rsqrt", "square", "logical_not"} <= names([source]) & mirrored
     assert printed - {"conj"} <= mirrored  # conj: complex ops only, never audited
     assert mirrored <= names([source, helpers])
+
+
+# ------------------------------------------------------------------ what the reference is built from
+
+
+def test_reference_writes_out_intermediates_and_integer_casts(tmp_path, no_cache):
+    """An integer input computes through its cast (``k_float``) and ``where`` names are
+    intermediates: the reference is written in the inputs themselves, and its values
+    and partials are the closed form's."""
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs:
+            x: [null]
+            k: {shape: [null], dtype: int32}
+          where:
+            t: exp(x)
+            u: t * k + x
+          output: u * t
+    """), "f")
+    assert any(isinstance(s.value, ir.Call) and s.value.fn == "cast" for s in op.reference)
+    ref = Reference(op)
+    values = ref.evaluate(F32, {"x": np.array([0.5, -2.0]), "k": np.array([3.0, -1.0])})
+    assert [(k, name) for k, name, _ in ref.targets] == [(0, None), (0, "x")]
+    for j, (x, k) in enumerate([(0.5, 3), (-2.0, -1)]):
+        e = mpmath.exp(mpmath.mpf(x))
+        assert values[0][0][j] == pytest.approx(float((k * e + x) * e), rel=1e-15)
+        assert values[1][0][j] == pytest.approx(float((k * e + 1) * e + (k * e + x) * e),
+                                                rel=1e-15)
+        assert values[0][1][j] == values[1][1][j] == FINITE
+    audit = audit_op(op, op_views(op))
+    assert audit.skipped is None and all(t.counted > 100 for t in audit.targets)
+
+
+def test_outputs_that_are_an_input_or_a_constant_are_audited(tmp_path, no_cache):
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null], y: [null]}
+          outputs:
+            same: x
+            c: 2
+            prod: x * y
+    """), "f")
+    audit = audit_op(op, op_views(op))
+    assert audit.skipped is None
+    by = {(t.output, t.input): t for t in audit.targets}
+    assert set(by) == {(o, i) for o in ("same", "c", "prod") for i in (None, "x", "y")}
+    # x, 2, and the partials 1 and 0 are exact at every point
+    for key in [("same", None), ("same", "x"), ("same", "y"), ("c", None), ("c", "x")]:
+        assert by[key].counted == audit.points and by[key].worst_bits == 0.0, key
+
+
+def test_a_reference_not_written_in_the_inputs_is_not_audited(tmp_path, no_cache):
+    """What the reference cannot write in the inputs (a tensor operation, an output
+    missing from the forward as written, a name it does not know) is reported as no
+    exact reference, never evaluated with a free symbol (which crashed the audit)."""
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null]}
+          output: exp(x) + x
+    """, dtype="float64"), "f")
+    (stmt,) = op.reference
+    x = sympy.Symbol("x", real=True)
+    matmul = ir.Statement(stmt.target, ir.Call("matmul", (x, x)))
+    with pytest.raises(NotImplementedError, match="matmul in the forward as written"):
+        Reference(dataclasses.replace(op, reference=(matmul,)))
+    stray = ir.Statement(stmt.target, stmt.value + sympy.Symbol("_const_0"))
+    with pytest.raises(NotImplementedError, match=r"output out is not .* \(_const_0\)"):
+        Reference(dataclasses.replace(op, reference=(stray,)))
+    missing = dataclasses.replace(op, reference=())
+    assert audit_op(missing, op_views(op)) == Audit(
+        "f", "float64", skipped="no exact reference (output out is not written in the "
+        "inputs (out))")
+
+
+def test_a_scaled_norm_with_an_overflowing_term_is_finite_where_its_value_is(
+        tmp_path, no_cache):
+    """y / sqrt((2x)**2 + y**2) is computed with _hypot: where 2x overflows to inf its
+    scale m is inf, and the helper returns inf (not inf/inf = NaN), so the ratio is
+    0 at points where its exact value is a tiny number. The mirror's is_inf is what
+    the helper's test of m runs on."""
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null], y: [null]}
+          output: y / sqrt((2*x)**2 + y**2)
+    """), "f")
+    assert "_hypot" in op_views(op).helpers
+    audit = audit_op(op, op_views(op))
+    (value,) = [t for t in audit.targets if t.input is None]
+    assert value.counted > 100 and value.nonfinite == 0
+
+
+def test_audit_figures_are_the_measure_rounded_to_two_places(tmp_path, no_cache):
+    """worst_bits and mean_bits are compare's figures over the counted points, rounded
+    to 0.01 bit (the explain text and docstring show them so), and worst_at is the
+    point of the worst."""
+    from gradgen.stability.audit.measure import compare
+
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null]}
+          output: (exp(x) - 1) / x + log(1 + x**2)
+    """), "f")
+    audit = audit_op(op, op_views(op))
+    points = sample(op, F32, seed_text(op))
+    ref = Reference(op)
+    outputs, gradients = Program(op_views(op)).run(F32, points)
+    exact = ref.evaluate(F32, points)
+    fractional = 0
+    for target, (k, name, _), (values, kinds) in zip(audit.targets, ref.targets, exact):
+        got = outputs[k] if name is None else gradients[k][name]
+        bits = compare(F32, got, values, kinds).bits
+        counted = bits[~np.isnan(bits)]
+        assert target.worst_bits == round(float(counted.max()), 2)
+        assert target.mean_bits == round(float(counted.mean()), 2)
+        assert target.worst_at == {"x": float(points["x"][int(np.nanargmax(bits))])}
+        fractional += target.worst_bits != int(target.worst_bits)
+        fractional += target.mean_bits != int(target.mean_bits)
+    assert fractional > 0  # the rounding is to hundredths, not to whole bits

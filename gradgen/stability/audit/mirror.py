@@ -344,8 +344,8 @@ class Program:
         self.helpers = tuple(views.helpers)
         forward = "\n".join(s["code"] for s in module["forward"])
         backward = "\n".join(s["code"] for s in module["recomputed"] + module["backward"])
-        self._forward = compile(forward or "pass", f"<{module['name']} forward>", "exec")
-        self._backward = compile(backward or "pass", f"<{module['name']} gradient>", "exec")
+        self._forward = compile(forward, f"<{module['name']} forward>", "exec")
+        self._backward = compile(backward, f"<{module['name']} gradient>", "exec")
 
     def run(self, fmt: Format, inputs: dict) -> tuple[list, list]:
         """(outputs, gradients): ``outputs[k]`` is output k's values; ``gradients[k]``

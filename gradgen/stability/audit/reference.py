@@ -85,15 +85,20 @@ def _tree_size(expr, sizes: dict) -> int:
 
 
 def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
-    """Each output of the forward as written, in the input symbols."""
+    """Each output of the forward as written, in the input symbols.
+
+    Raises:
+        NotImplementedError: the forward as written holds a call other than an integer
+            input's cast (a tensor operation: such ops are not elementwise), an output
+            is not written in the inputs, or the tree is too large to audit.
+    """
     values: dict = {}
     for stmt in op.reference:
-        if isinstance(stmt.value, ir.Call):  # only casts of integer inputs (elementwise)
-            (arg,) = stmt.value.args
-            value = arg
-        else:
-            value = stmt.value
-        value = value.xreplace({c: c.value for c in value.atoms(fn.Const)})
+        value = stmt.value
+        if isinstance(value, ir.Call):
+            if value.fn != "cast":
+                raise NotImplementedError(f"{value.fn} in the forward as written")
+            (value,) = value.args
         values[stmt.target] = value
     # Tree sizes with earlier targets written out, bounded before anything is built:
     # a chain of intermediates each used twice doubles at every step.
@@ -110,12 +115,15 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
     for target, value in values.items():
         swap = {s: by_name[s.name] for s in value.free_symbols if s.name in by_name}
         by_name[target] = value.xreplace(swap) if swap else value
+    inputs = {i.name for i in op.inputs}
     out = []
     for o in op.outputs:
-        if o.name in by_name:
-            out.append(by_name[o.name])
-        else:  # an output that is an input or a constant (not in the reference)
-            out.append(sympy.Symbol(o.name))
+        value = sympy.sympify(by_name.get(o.name, sympy.Symbol(o.name)))
+        unknown = sorted(s.name for s in value.free_symbols if s.name not in inputs)
+        if unknown:
+            raise NotImplementedError(
+                f"output {o.name} is not written in the inputs ({', '.join(unknown)})")
+        out.append(value)
     return out
 
 
@@ -138,7 +146,6 @@ class Reference:
         differentiable = [i.name for i in op.inputs if i.grad]
         self.targets = []
         for k, expr in enumerate(_outputs(op)):
-            expr = sympy.sympify(expr)
             # symbols equal by name: reference symbols may carry assumptions
             expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols
                                   if s.name in by_name})
