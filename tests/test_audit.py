@@ -156,6 +156,26 @@ def test_reference_agrees_with_known_values(tmp_path, output, x, want):
     assert value == pytest.approx(want, rel=1e-12, abs=1e-60)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize(
+    "output, value, derivative",
+    [
+        ("(exp(x) - 1 - x) / x**2", 0.5, 1 / 6),
+        ("(cosh(x) - 1) / x**2", 0.5, 0.0),
+        ("(x - sin(x)) / x**3", 1 / 6, 0.0),
+    ],
+)
+def test_reference_limits_with_higher_order_cancellation(tmp_path, output, value,
+                                                         derivative, dtype):
+    """A 0/0 whose numerator cancels to second order (and its derivative, to fourth)
+    at 0: a step below the format's smallest normal number needs thousands of bits in
+    float64, and at a fixed precision the limit read 0 (float64) or 1/2 for 1/6."""
+    for target, want in ((0, value), (1, derivative)):
+        got, kind = _exact(tmp_path, output, [0.0], dtype=dtype, target=target)
+        assert kind == FINITE
+        assert got == pytest.approx(want, rel=1e-12, abs=formats.get(dtype).tiny)
+
+
 def test_reference_is_undefined_outside_the_domain_and_at_poles(tmp_path):
     # sqrt of a negative number; the log of a negative number, even though the
     # derivative's formula -exp(x)/(1 - exp(x)) is real there

@@ -285,21 +285,32 @@ _DIRECTIONS = ((1.0, 0.625, 0.375, 0.8125), (-1.0, -0.5625, -0.6875, -0.3125),
 
 def _limit(f, point, fmt: Format) -> tuple[float, int]:
     """The common value a tiny step away from ``point`` along each direction, if the
-    steps agree (a removable singularity such as sin(x)/x at 0); else UNDEFINED."""
+    steps agree (a removable singularity such as sin(x)/x at 0); else UNDEFINED.
+
+    A coordinate ``v`` moves by ``|v| * 2**-(p + 64)`` (``p`` the format's precision),
+    and 0 by the smallest normal number times that: far below the format's resolution,
+    so the value there is the limit rounded to the format. The formula cancels there:
+    ``(exp(x) - 1 - x) / x**2`` loses twice the step's binary exponent in bits, its
+    derivative four times, so each value is evaluated from four times the exponent's
+    bits up until two precisions agree (:func:`_converged`); a fixed precision gave 0
+    for limits of 1/2.
+    """
     step_bits = fmt.precision + 64
     values = []
     directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
-    # the steps are taken at the working precision: at 53 bits, 1 + 2**-117 is 1
-    prec = 2 * (_start_prec(point) + step_bits) + 128
+    # the moved point is exact at this precision (at 53 bits, 1 + 2**-117 is 1)
+    point_prec = 2 * (_start_prec(point) + step_bits) + 128
     for direction in directions:
-        with mpmath.workprec(prec):
+        with mpmath.workprec(point_prec):
             moved = []
             for i, v in enumerate(point):
                 scale = abs(v) if v != 0 else fmt.tiny
                 d = direction[i % len(direction)]
                 moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
-        value = _call(f, moved, prec)
-        if value is None or value is _DOMAIN:
+        exponent = max(abs(int(mpmath.frexp(m)[1])) for m in moved if m != 0)
+        prec = min(4 * (exponent + step_bits) + 128, MAX_PREC // 2)
+        value = _converged(f, moved, prec, fmt)
+        if value is None:
             return math.nan, UNDEFINED
         values.append(value)
     kind = FINITE
@@ -310,3 +321,22 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     if kind == OVERFLOW:
         return math.nan, UNDEFINED  # a pole: infinite, not a number to compare with
     return float(values[0]), FINITE
+
+
+def _converged(f, point, prec, fmt: Format):
+    """``f`` at ``point`` once two precisions from ``prec`` up (doubling, at most
+    :data:`MAX_PREC` bits) agree at the format's resolution; None where it is not a
+    real number or does not settle."""
+    previous = _call(f, point, prec)
+    while prec < MAX_PREC:
+        if previous is None or previous is _DOMAIN:
+            return None
+        prec = min(prec * 2, MAX_PREC)
+        value = _call(f, point, prec)
+        if value is None or value is _DOMAIN:
+            return None
+        agree, _ = _classify(previous, value, fmt)
+        if agree:
+            return value
+        previous = value
+    return None
