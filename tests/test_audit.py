@@ -1140,3 +1140,137 @@ def test_audit_figures_are_the_measure_rounded_to_two_places(tmp_path, no_cache)
         fractional += target.worst_bits != int(target.worst_bits)
         fractional += target.mean_bits != int(target.mean_bits)
     assert fractional > 0  # the rounding is to hundredths, not to whole bits
+
+
+def test_compare_at_the_smallest_normal_number():
+    """Only values both strictly below the smallest normal number count as exact: the
+    smallest normal number against half of it is one ordinal apart where subnormals
+    flush (float32), either way round."""
+    from gradgen.stability.audit.measure import compare
+
+    m = compare(F32, np.array([F32.tiny, F32.tiny / 2]), np.array([F32.tiny / 2, F32.tiny]),
+                np.array([FINITE, FINITE], dtype=np.int8))
+    np.testing.assert_array_equal(m.bits, [1.0, 1.0])
+
+
+def test_elementwise_reason_names_the_tensor_operations(tmp_path, no_cache):
+    """An op is audited when its statements call only arithmetic, an integer input's
+    cast and the unbroadcasting of gradients; otherwise the reason names every other
+    call, sorted, in the forward or, nested anywhere, in the gradient."""
+    from gradgen.stability.audit.mirror import elementwise_reason
+
+    path = _spec(tmp_path, """
+        - name: quad
+          inputs: {a: [n, n], b: [n, n]}
+          output: trace(a @ b) + sum(a, axis=1)
+        - name: scaled
+          inputs: {x: [null], k: {shape: [null], dtype: int32}}
+          output: x * k
+    """)
+    quad, scaled = _op(path, "quad"), _op(path, "scaled")
+    reason = elementwise_reason(quad)
+    assert reason.startswith("tensor operations (") and "matmul, " in reason
+    assert reason == "tensor operations (" + ", ".join(sorted(
+        {c.fn for s in quad.forward + quad.reference
+         if isinstance(s.value, ir.Call) for c in [s.value]} - {"cast"})) + ")"
+    assert audit_op(quad, op_views(quad)).skipped == (
+        reason + ": only elementwise ops are audited")
+    assert elementwise_reason(scaled) is None
+    x = sympy.Symbol("x", real=True)
+    (grad, *rest) = scaled.backward
+    nested = ir.Call("broadcast_to", (ir.Call("reduce_sum", (ir.Call("matmul", (x, x)),)),
+                                      ir.Call("trace", (x,))))
+    hostile = dataclasses.replace(
+        scaled, backward=(dataclasses.replace(grad, value=nested), *rest))
+    assert elementwise_reason(hostile) == "tensor operations in the gradient (matmul, trace)"
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_mirror_python_numbers_take_the_dtype(name):
+    """A Python number (or a 0-d array) in arithmetic is converted to the op's dtype
+    first, as TensorFlow converts it: 9 * 0.1 in bfloat16 is bf16(9 * bf16(0.1)),
+    0.90234375, not bf16(9 * 0.1) = 0.8984375; 3 * 0.1 in float16 is 0.2998046875, not
+    0.300048828125 (NumPy computes a 0-d float64 array's product in float64)."""
+    from gradgen.stability.audit.mirror import _TF
+
+    fmt = formats.get(name)
+    tf_ = _TF(fmt, 1)
+    scale = {"float16": 3.0, "bfloat16": 9.0}[name]
+    x = tf_._t(np.array([scale]))
+    want = float(fmt.round(np.array([scale * float(fmt.round(np.array([0.1]))[0])]))[0])
+    assert want == {"float16": 0.2998046875, "bfloat16": 0.90234375}[name]
+    for number in (0.1, np.float64(0.1), np.asarray(0.1)):
+        assert float(np.asarray(x * number)[0]) == want, number
+        assert float(np.asarray(number * x)[0]) == want, number
+
+
+def test_sampler_edge_rows_are_five_shifted_diagonals(tmp_path):
+    """With two inputs, the edge rows are (e[j], e[j + s]) for the shifts s = 0, 1, -1,
+    2, -2 in that order (so every edge meets its neighbours in the list), then the
+    random points; one input's rows are the edges themselves."""
+    import importlib
+
+    sampling = importlib.import_module("gradgen.stability.audit.sample")
+    path = _spec(tmp_path, """
+        - name: two
+          inputs: {x: [null], y: [null]}
+          output: x * y
+        - name: one
+          inputs: {x: [null]}
+          output: 2 * x
+    """)
+    edges = sampling.edge_values(F32, [])
+    n = len(edges)
+    want = [(edges[j], edges[(j + s) % n]) for s in (0, 1, -1, 2, -2) for j in range(n)]
+    points = sampling.sample(_op(path, "two"), F32, "seed", random_points=0)
+    assert list(zip(points["x"].tolist(), points["y"].tolist())) == want
+    one = sampling.sample(_op(path, "one"), F32, "seed", random_points=0)
+    assert one["x"].tolist() == edges
+
+
+def test_sampler_integer_inputs(tmp_path):
+    """An integer input's edges are the edges rounded where they are small (|v| < 2048)
+    and 0 elsewhere (the smallest normal and largest numbers); its random points are
+    integers of both signs spread over [-2048, 2048]."""
+    import importlib
+
+    sampling = importlib.import_module("gradgen.stability.audit.sample")
+    op = _op(_spec(tmp_path, """
+        - name: counted
+          inputs: {k: {shape: [null], dtype: int32}}
+          output: 2 * k
+    """), "counted")
+    k = sampling.sample(op, F32, "seed", random_points=400)["k"]
+    edges = sampling.edge_values(F32, [])
+    assert k[:len(edges)].tolist() == [0.0, 1.0, -1.0, 2.0, -2.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                                       0.0]
+    drawn = k[len(edges):]
+    assert np.all(drawn == np.round(drawn)) and np.all(np.abs(drawn) <= 2048)
+    assert (drawn < -1000).any() and (drawn > 1000).any() and len(set(drawn)) > 300
+
+
+def test_float16_random_values_reach_every_finite_number():
+    """float16 keeps its subnormals: the ordinals drawn run from the smallest subnormal
+    (bit pattern 1) to the largest finite number (0x7BFF), both included; a million
+    draws over its 31,743 magnitudes meet every one."""
+    from gradgen.stability.audit.sample import random_values, rng_for
+
+    f16 = formats.get("float16")
+    values = random_values(f16, rng_for("every"), 1_000_000)
+    magnitudes = np.unique(np.abs(values).astype(np.float16).view(np.uint16))
+    assert magnitudes.tolist() == list(range(1, 0x7BFF + 1))
+
+
+def test_seed_text_depends_on_the_forward_as_written(tmp_path, no_cache):
+    one = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null], k: {shape: [null], dtype: int32}}
+          output: exp(x) * k
+    """, name="one"), "f")
+    two = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null], k: {shape: [null], dtype: int32}}
+          output: exp(x) + k
+    """, name="two"), "f")
+    assert seed_text(one) != seed_text(two)
+    assert seed_text(one).startswith("f|float32|") and "cast" in seed_text(one)
