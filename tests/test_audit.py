@@ -4,6 +4,7 @@ reference, the dtype mirror, and how build, check, explain and docstrings use it
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -31,6 +32,8 @@ from gradgen.stability.audit.report import docstring_line, strict_error
 from gradgen.stability.audit.sample import sample
 from gradgen.views import op_views
 
+# the module (the package exports a function of the same name)
+sampling = importlib.import_module("gradgen.stability.audit.sample")
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 F32 = formats.get("float32")
@@ -633,8 +636,6 @@ def _target(output, input_name, counted=10, nonfinite=0, worst=0.0, mean=0.0):
 
 
 def _audit(*targets, dtype="float32", skipped=None):
-    from gradgen.stability.audit import Audit
-
     return Audit("f", dtype, 0 if skipped else 40, skipped, list(targets))
 
 
@@ -719,8 +720,6 @@ def test_strict_error_names_the_first_failing_gradient():
 
 
 def test_audit_round_trips_through_json():
-    from gradgen.stability.audit import Audit
-
     audit = _audit(_target("out", None, worst=1.5), _target("out", "x", nonfinite=2))
     assert Audit.from_json(json.loads(json.dumps(audit.to_json()))) == audit
     assert Audit.from_json({"op": "f", "dtype": "float32"}) == Audit("f", "float32")
@@ -730,7 +729,7 @@ def test_audit_round_trips_through_json():
 def test_an_audit_out_of_time_is_reported_not_run(tmp_path, monkeypatch):
     """audit_in_budget: the audit runs under GRADGEN_OP_TIMEOUT, and one that runs out
     of it is an audit not run (with why), never a failure; within it, the audit itself."""
-    from gradgen.stability.audit import Audit, audit_in_budget
+    from gradgen.stability.audit import audit_in_budget
 
     op = _op(_spec(tmp_path, """
         - name: slow
@@ -856,9 +855,6 @@ def test_sampler_thresholds_integers_and_sizes(tmp_path):
     """Thresholds come from conditions on an input or its absolute value (both signs,
     never from a comparison between two inputs); integer inputs get integers; edge rows
     stop at MAX_EDGE_POINTS; random points per dtype."""
-    import importlib
-
-    sampling = importlib.import_module("gradgen.stability.audit.sample")
 
     path = _spec(tmp_path, """
         - name: branches
@@ -971,8 +967,6 @@ def test_compare_float16_subnormals_both_below_tiny_count_as_exact():
 
 
 def test_ops_without_a_differentiable_input_are_not_audited(tmp_path):
-    from gradgen.stability.audit import Audit
-
     op = _op(_spec(tmp_path, """
         - name: counted
           inputs: {k: {shape: [null], dtype: int32}}
@@ -1208,9 +1202,6 @@ def test_sampler_edge_rows_are_five_shifted_diagonals(tmp_path):
     """With two inputs, the edge rows are (e[j], e[j + s]) for the shifts s = 0, 1, -1,
     2, -2 in that order (so every edge meets its neighbours in the list), then the
     random points; one input's rows are the edges themselves."""
-    import importlib
-
-    sampling = importlib.import_module("gradgen.stability.audit.sample")
     path = _spec(tmp_path, """
         - name: two
           inputs: {x: [null], y: [null]}
@@ -1232,9 +1223,6 @@ def test_sampler_integer_inputs(tmp_path):
     """An integer input's edges are the edges rounded where they are small (|v| < 2048)
     and 0 elsewhere (the smallest normal and largest numbers); its random points are
     integers of both signs spread over [-2048, 2048]."""
-    import importlib
-
-    sampling = importlib.import_module("gradgen.stability.audit.sample")
     op = _op(_spec(tmp_path, """
         - name: counted
           inputs: {k: {shape: [null], dtype: int32}}

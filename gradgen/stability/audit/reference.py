@@ -328,9 +328,9 @@ def _converged(f, point, prec, fmt: Format):
     :data:`MAX_PREC` bits) agree at the format's resolution; None where it is not a
     real number or does not settle."""
     previous = _call(f, point, prec)
+    if previous is None or previous is _DOMAIN:
+        return None
     while prec < MAX_PREC:
-        if previous is None or previous is _DOMAIN:
-            return None
         prec = min(prec * 2, MAX_PREC)
         value = _call(f, point, prec)
         if value is None or value is _DOMAIN:
