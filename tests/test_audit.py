@@ -819,6 +819,28 @@ def test_reference_falls_back_to_evalf_for_other_functions():
         assert mpmath.isnan(_evalf_function(sympy.log)(-x))
 
 
+def test_reference_compiles_functions_mpmath_lacks_through_evalf():
+    """Reference._compile: a function neither in its table, printed by SymPy's mpmath
+    printer nor an mpmath function (xlogy) evaluates by evalf, alone and with the
+    common subexpressions of a list; the others stay mpmath's."""
+    from gradgen import functions as fn
+
+    ref = Reference.__new__(Reference)
+    x, y = ref.symbols = list(sympy.symbols("x y", real=True))
+    one = ref._compile(fn.xlogy(x, y) + sympy.log(y))
+    both = ref._compile([fn.xlogy(x, y), fn.xlogy(x, y) * sympy.atanh(y)], cse=True)
+    with mpmath.workprec(200):
+        a, b = mpmath.mpf(2), mpmath.mpf(3) / 7
+        assert abs(one(a, b) - 3 * mpmath.log(b)) < mpmath.mpf(2) ** -190
+        first, second = both(a, b)
+        assert abs(first - 2 * mpmath.log(b)) < mpmath.mpf(2) ** -190
+        assert abs(second - 2 * mpmath.log(b) * mpmath.atanh(b)) < mpmath.mpf(2) ** -190
+    for f in (one, both):
+        assert f.__globals__["xlogy"].__qualname__.startswith("_evalf_function")
+        assert f.__globals__["log"] is mpmath.log
+    assert both.__globals__["atanh"] is mpmath.atanh
+
+
 # ------------------------------------------------------------------ measuring, sampling
 
 
@@ -1262,3 +1284,259 @@ def test_seed_text_depends_on_the_forward_as_written(tmp_path, no_cache):
     """, name="two"), "f")
     assert seed_text(one) != seed_text(two)
     assert seed_text(one).startswith("f|float32|") and "cast" in seed_text(one)
+
+
+# ------------------------------------------------------------------ the reference's steps
+
+
+def _mpf(x):
+    return mpmath.mpf(x)
+
+
+# Values as functions of float32's largest number L and smallest normal T (mpf).
+_INF = mpmath.inf
+_CLASSIFY_CASES = [
+    # not a number at one or both precisions: agree only if at both (then a 0/0)
+    (lambda L, T: (None, None), (True, UNDEFINED)),
+    (lambda L, T: (None, 1), (False, UNDEFINED)),
+    (lambda L, T: (1, None), (False, UNDEFINED)),
+    # inf at either: agree if the same inf
+    (lambda L, T: (_INF, _INF), (True, OVERFLOW)),
+    (lambda L, T: (_INF, -_INF), (False, OVERFLOW)),
+    (lambda L, T: (_INF, 1), (False, OVERFLOW)),
+    (lambda L, T: (1, -_INF), (False, OVERFLOW)),
+    # past the largest float32 by more than half its last unit at both: signs agree
+    (lambda L, T: (2 * L, 3 * L), (True, OVERFLOW)),
+    (lambda L, T: (-2 * L, -3 * L), (True, OVERFLOW)),
+    (lambda L, T: (2 * L, -2 * L), (False, OVERFLOW)),
+    # ...at only one: finite numbers far apart
+    (lambda L, T: (2 * L, L / 2), (False, FINITE)),
+    (lambda L, T: (L / 2, 2 * L), (False, FINITE)),
+    # the largest float32 and what rounds to it are finite numbers
+    (lambda L, T: (L, L), (True, FINITE)),
+    (lambda L, T: (L * (1 + 2 ** -26), L * (1 + 2 ** -26)), (True, FINITE)),
+    (lambda L, T: (L * (1 + 2 ** -22), L * (1 + 2 ** -22)), (True, OVERFLOW)),
+    # both below the smallest normal number: equal in the format (flushed or subnormal)
+    (lambda L, T: (T / 2, T / 4), (True, FINITE)),
+    (lambda L, T: (-T / 2, T / 3), (True, FINITE)),
+    (lambda L, T: (T / 2, 1), (False, FINITE)),
+    (lambda L, T: (1, T / 2), (False, FINITE)),
+    (lambda L, T: (T * (1 - 2 ** -10), T), (False, FINITE)),
+    (lambda L, T: (T, T * (1 - 2 ** -10)), (False, FINITE)),
+    # otherwise to 2**-(24 + 8) relatively, of the larger
+    (lambda L, T: (1, 1 + _mpf(2) ** -32), (True, FINITE)),
+    (lambda L, T: (1 + _mpf(2) ** -32, 1), (True, FINITE)),
+    (lambda L, T: (1, 1 - _mpf(2) ** -32), (True, FINITE)),
+    (lambda L, T: (1, 1 - _mpf(2) ** -31), (False, FINITE)),
+    (lambda L, T: (1, 1 + _mpf(2) ** -30), (False, FINITE)),
+    (lambda L, T: (1 - _mpf(2) ** -31, 1), (False, FINITE)),
+    (lambda L, T: (-1, -1 - _mpf(2) ** -32), (True, FINITE)),
+    (lambda L, T: (-1, -1 - _mpf(2) ** -30), (False, FINITE)),
+    (lambda L, T: (1, -1), (False, FINITE)),
+    (lambda L, T: (_mpf(2) ** 100, _mpf(2) ** 100 + _mpf(2) ** 69), (False, FINITE)),
+    (lambda L, T: (_mpf(2) ** 100, _mpf(2) ** 100 + _mpf(2) ** 67), (True, FINITE)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_CLASSIFY_CASES)))
+def test_classify_two_precisions_at_the_format_resolution(case):
+    """_classify(a, b, float32) by hand at each boundary it draws: None, inf, past the
+    largest float32 by half a unit, below the smallest normal, and agreement to 2**-32
+    of the larger value."""
+    from gradgen.stability.audit.reference import _classify
+
+    values, want = _CLASSIFY_CASES[case]
+    with mpmath.workprec(300):
+        a, b = (None if v is None else _mpf(v)
+                for v in values(_mpf(F32.largest), _mpf(F32.tiny)))
+        assert _classify(a, b, F32) == want
+
+
+def test_start_precision_covers_every_input_exactly():
+    """The first working precision is the largest binary exponent among the inputs
+    (frexp's, by magnitude) + 96 bits, at least 128: 1 + x is exact for every input."""
+    from gradgen.stability.audit.reference import _start_prec
+
+    assert _start_prec([]) == 128
+    assert _start_prec([0.0]) == 128
+    assert _start_prec([1.0, -3.0]) == 128
+    assert _start_prec([2.0 ** 100]) == 101 + 96
+    assert _start_prec([-(2.0 ** 100), 0.0, 1.0]) == 101 + 96
+    assert _start_prec([2.0 ** -100]) == 99 + 96
+    assert _start_prec([0.0, 2.0 ** 31]) == 128
+    assert _start_prec([2.0 ** 32]) == 33 + 96
+    assert _start_prec([5e-324, 1e308]) == 1073 + 96  # frexp: 0.5 * 2**-1073
+    # the step it is for: 1 + x exact at that precision
+    for x in (2.0 ** -100, 2.0 ** 100, 5e-324):
+        with mpmath.workprec(_start_prec([x])):
+            assert (1 + _mpf(x)) - 1 == _mpf(x)
+
+
+def test_tree_size_counts_nodes_with_written_out_intermediates():
+    from gradgen.stability.audit.reference import _tree_size
+
+    x, y = sympy.symbols("x y")
+    assert _tree_size(x, {}) == 1
+    assert _tree_size(x, {"x": 5}) == 5
+    assert _tree_size(x + y, {}) == 3
+    assert _tree_size(x + y, {"y": 4}) == 6
+    assert _tree_size(sympy.sin(x * y), {}) == 4
+    assert _tree_size(sympy.sin(x * y), {"x": 3, "y": 2}) == 7
+    assert _tree_size(x + 2, {}) == 3
+    assert _tree_size(sympy.Integer(2), {"x": 9}) == 1
+
+
+def test_a_forward_too_large_to_write_out_is_not_audited(tmp_path, no_cache):
+    """Each intermediate used twice doubles the written-out tree: 11 of them pass 3000
+    nodes, and the audit says so instead of building it."""
+    lines = ["t0: x + 1"] + [f"t{k}: t{k - 1} * x + t{k - 1}" for k in range(1, 12)]
+    op = _op(_spec(tmp_path, "- name: f\n  inputs: {x: [null]}\n  where:\n"
+                   + "".join(f"    {line}\n" for line in lines) + "  output: t11\n"), "f")
+    audit = audit_op(op, op_views(op))
+    assert audit.skipped == ("no exact reference (the expression as written has more "
+                             "than 3000 nodes when its intermediates are written out)")
+
+
+def test_real_reads_numbers_constants_and_refuses_the_rest():
+    from gradgen.stability.audit.reference import _DOMAIN, _real
+
+    with mpmath.workprec(200):
+        for v in (3, 0.25, mpmath.pi, _mpf(7) / 3):
+            got = _real(v)
+            assert isinstance(got, mpmath.mpf) and got == mpmath.mpf(v)
+        assert _real(mpmath.pi) == +mpmath.pi and _real(mpmath.pi).real == +mpmath.pi
+        assert _real(mpmath.mpc(1, 2)) is _DOMAIN
+        assert _real(mpmath.nan) is None and _real(float("nan")) is None
+        assert _real("1") is None and _real(None) is None
+        assert _real(mpmath.inf) == mpmath.inf
+
+
+def test_call_evaluates_at_the_precision_and_sorts_failures():
+    """_call: the value at ``prec`` bits of mpf arguments; 0/0 (ZeroDivisionError) or
+    an overflow inside mpmath is None (a limit may exist); ValueError or TypeError
+    (a complex number compared) is outside the domain, or None for a whole list."""
+    from gradgen.stability.audit.reference import _DOMAIN, _call
+
+    seen = []
+
+    def f(*args):
+        seen.append((mpmath.mp.prec, [type(a) for a in args]))
+        return args[0] / 3 + args[1]
+
+    got = _call(f, [1.0, 2.0], 300)
+    assert seen == [(300, [mpmath.mpf, mpmath.mpf])]
+    with mpmath.workprec(300):
+        assert got == _mpf(1) / 3 + 2
+    assert mpmath.mp.prec == 53  # restored
+
+    def raises(error):
+        def f(*args):
+            raise error
+        return f
+
+    for error in (ZeroDivisionError, OverflowError):
+        assert _call(raises(error), [1.0], 128) is None
+        assert _call(raises(error), [1.0], 128, many=True) is None
+    for error in (ValueError, TypeError):
+        assert _call(raises(error), [1.0], 128) is _DOMAIN
+        assert _call(raises(error), [1.0], 128, many=True) is None
+    with pytest.raises(KeyError):
+        _call(raises(KeyError), [1.0], 128)
+    many = _call(lambda x: (x, 2 * x, mpmath.mpc(0, x), mpmath.nan), [0.5], 128, many=True)
+    assert many == [0.5, 1.0, _DOMAIN, None]
+
+
+def test_values_fall_back_to_one_target_at_a_time(tmp_path):
+    """Where evaluating every target at once fails (1/x at 0 in the forward), each is
+    evaluated alone: the partial by y (x, 0 there) is still a number."""
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null], y: [null]}
+          output: x * y + 1 / x
+    """, "float64"), "f")
+    ref = Reference(op)
+    assert [name for _, name, _ in ref.targets] == [None, "x", "y"]
+    forward, by_x, by_y = ref._values([0.0, 3.0], 128)
+    assert forward is None and by_x is None
+    assert by_y == 0 and isinstance(by_y, mpmath.mpf)
+    with mpmath.workprec(128):
+        together = ref._values([2.0, 3.0], 128)
+        assert together == [_mpf(6.5), _mpf(3) - _mpf(1) / 4, _mpf(2)]
+
+
+def test_the_reference_evaluates_every_language_function_in_mpmath(table_ops):
+    """Every function of the expression language compiles to an mpmath evaluation
+    (SymPy's evalf, the fallback, is exact too but a hundred times slower)."""
+    from gradgen.stability.audit import reference
+
+    for op, _ in table_ops["float64"].values():
+        ref = Reference(op)
+        for f in [*ref._functions, ref._together]:
+            slow = [name for name, v in f.__globals__.items()
+                    if getattr(v, "__qualname__", "").startswith("_evalf_function")]
+            assert not slow, (op.name, slow)
+    assert reference._evalf_function.__qualname__ == "_evalf_function"
+
+
+def _reference_of(*functions):
+    """A Reference of one input whose targets are ``functions`` (mpmath callables), each
+    recording the working precision it ran at."""
+    seen: list = []
+
+    def recording(f):
+        def g(*args):
+            seen.append(mpmath.mp.prec)
+            return f(*args)
+        return g
+
+    ref = Reference.__new__(Reference)
+    ref.symbols = [sympy.Symbol("x", real=True)]
+    ref.targets = [(0, None if k == 0 else f"t{k}", None) for k in range(len(functions))]
+    ref._functions = [recording(f) for f in functions]
+    ref._together = lambda *args: [f(*args) for f in ref._functions]
+    return ref, seen
+
+
+def test_exact_doubles_the_precision_until_two_agree_and_no_further():
+    """A value that changes with every precision never settles: undefined after 128,
+    256, ..., MAX_PREC bits, each evaluated once."""
+    from gradgen.stability.audit.reference import MAX_PREC
+
+    ref, seen = _reference_of(lambda x: mpmath.mpf(mpmath.mp.prec))
+    (value, kind), = ref._exact([1.0], F32)
+    assert math.isnan(value) and kind == UNDEFINED
+    assert seen == [128 << k for k in range(8)] and seen[-1] == MAX_PREC
+    # one that settles stops at the first precision that agrees with the one before
+    ref, seen = _reference_of(lambda x: x / 3, lambda x: 1 + mpmath.mpf(2) ** -mpmath.mp.prec)
+    assert ref._exact([1.0], F32) == [(1 / 3, FINITE), (1.0, FINITE)]
+    assert seen == [128, 128, 256, 256]
+
+
+def test_exact_is_undefined_where_a_later_precision_turns_complex():
+    """A target complex at 256 bits but real at 128 is outside the domain; the other
+    targets still settle at 256 bits."""
+    def turns(x):
+        return mpmath.mpc(0, 1) if mpmath.mp.prec >= 256 else mpmath.mpf(1)
+
+    ref, seen = _reference_of(turns, lambda x: 2 * x)
+    (v0, k0), second = ref._exact([1.0], F32)
+    assert math.isnan(v0) and k0 == UNDEFINED and second == (2.0, FINITE)
+    assert seen == [128, 128, 256, 256]
+    # complex already at the first precision: undefined without a second evaluation of it
+    ref, seen = _reference_of(lambda x: mpmath.mpc(0, 1), lambda x: 2 * x)
+    (v0, k0), second = ref._exact([1.0], F32)
+    assert math.isnan(v0) and k0 == UNDEFINED and second == (2.0, FINITE)
+
+
+def test_an_op_undefined_at_every_point_counts_none(tmp_path, no_cache):
+    """sqrt(-1 - x**2) is real nowhere: every target counts no point, and its figures
+    are 0 bits with no worst point (not NaN, not the last sample's)."""
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null]}
+          output: sqrt(-1 - x * x)
+    """), "f")
+    audit = audit_op(op, op_views(op))
+    assert audit.skipped is None and audit.points > 100
+    assert [(t.counted, t.nonfinite, t.worst_bits, t.worst_at, t.mean_bits)
+            for t in audit.targets] == [(0, 0, 0.0, None, 0.0)] * 2

@@ -162,10 +162,7 @@ class _TF:
         """``x`` as an array of this format (numbers and bool arrays converted)."""
         if isinstance(x, _Array):
             return x
-        a = np.asarray(x)
-        if a.dtype.kind == "b":
-            a = a.astype(np.float64)
-        return _result(self.fmt, self.fmt.round(a.astype(np.float64)))
+        return _result(self.fmt, self.fmt.round(np.asarray(x, dtype=np.float64)))
 
     def _unary(self, function):
         return lambda x: function(self._t(x))

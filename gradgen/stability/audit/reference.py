@@ -30,9 +30,7 @@ import math
 import mpmath
 import numpy as np
 import sympy
-from sympy.codegen.cfunctions import expm1, log1p
 
-from ... import functions as fn
 from ... import ir
 from .formats import Format
 
@@ -157,12 +155,8 @@ class Reference:
 
     def _compile(self, expr, cse=False):
         namespace = dict(_NAMESPACE)
-        for f in sympy.Tuple(*expr).atoms(sympy.Function) if cse else expr.atoms(sympy.Function):
+        for f in (sympy.Tuple(*expr) if cse else expr).atoms(sympy.Function):
             name = type(f).__name__
-            if name not in namespace and isinstance(f, (fn.Guard,)):
-                continue
-            if isinstance(f, (log1p, expm1)):
-                continue
             if name not in namespace and name not in _PRINTED and not hasattr(mpmath, name):
                 namespace[name] = _evalf_function(type(f))
         return sympy.lambdify(self.symbols, expr, modules=[namespace, "mpmath"], cse=cse)
