@@ -565,6 +565,10 @@ def test_format_neighbours_and_ordinals_count_representable_numbers(name):
     assert fmt.ordinal([-2.5])[0] == -fmt.ordinal([2.5])[0]
     bits = fmt._magnitude_bits(np.asarray([1.0, 2.5, fmt.largest], dtype=fmt.storage))
     np.testing.assert_array_equal(fmt.from_magnitude_bits(bits), [1.0, 2.5, fmt.largest])
+    # float64 values of the format (and lists of them) give the same patterns
+    np.testing.assert_array_equal(fmt._magnitude_bits([1.0, 2.5, fmt.largest]), bits)
+    np.testing.assert_array_equal(fmt.from_magnitude_bits(bits.tolist()),
+                                  [1.0, 2.5, fmt.largest])
 
 
 # ------------------------------------------------------------------ every function
@@ -1242,9 +1246,9 @@ def test_sampler_edge_rows_are_five_shifted_diagonals(tmp_path):
 
 
 def test_sampler_integer_inputs(tmp_path):
-    """An integer input's edges are the edges rounded where they are small (|v| < 2048)
+    """An integer input's edges are the edges rounded where they are small (|v| <= 2048)
     and 0 elsewhere (the smallest normal and largest numbers); its random points are
-    integers of both signs spread over [-2048, 2048]."""
+    integers of both signs spread over [-2048, 2048], both ends included."""
     op = _op(_spec(tmp_path, """
         - name: counted
           inputs: {k: {shape: [null], dtype: int32}}
@@ -1257,6 +1261,19 @@ def test_sampler_integer_inputs(tmp_path):
     drawn = k[len(edges):]
     assert np.all(drawn == np.round(drawn)) and np.all(np.abs(drawn) <= 2048)
     assert (drawn < -1000).any() and (drawn > 1000).any() and len(set(drawn)) > 300
+    many = sampling.sample(op, F32, "seed", random_points=40000)["k"][len(edges):]
+    assert many.min() == -2048 and many.max() == 2048 and many.dtype == np.float64
+    # a float input's threshold at 2048 is an edge of the integer input too (one list
+    # of edges for every input); 2049 is past the range
+    op = _op(_spec(tmp_path, """
+        - name: mixed
+          inputs: {x: [null], k: {shape: [null], dtype: int32}}
+          output: where(x > 2048, k * x, x) + where(x < 2049, x, 0)
+    """), "mixed")
+    points = sampling.sample(op, F32, "seed", random_points=0)
+    pairs = set(zip(points["x"].tolist(), points["k"].tolist()))
+    assert (2048.0, 2048.0) in pairs and (2049.0, 0.0) in pairs
+    assert (2049.0, 2049.0) not in pairs
 
 
 def test_float16_random_values_reach_every_finite_number():

@@ -77,14 +77,15 @@ class Format:
         """Signed ordinal of each finite value, as int64 (zeros are 0)."""
         a = self.round(values)
         sign = np.signbit(a)
-        magnitude = np.abs(a).astype(self.storage)
-        raw = self._magnitude_bits(magnitude)
+        raw = self._magnitude_bits(np.abs(a))
         if self.ftz:
-            tiny = self._magnitude_bits(np.asarray([self.tiny], dtype=self.storage))[0]
+            tiny = self._magnitude_bits([self.tiny])[0]
             raw = np.where(raw >= tiny, raw - tiny + 1, 0)
         return np.where(sign, -raw, raw)
 
-    def _magnitude_bits(self, magnitude: np.ndarray) -> np.ndarray:
+    def _magnitude_bits(self, magnitude) -> np.ndarray:
+        """The bit pattern of each non-negative value (any float; converted to
+        ``storage``, exactly for values of this format), as int64."""
         m = np.ascontiguousarray(magnitude, dtype=self.storage)
         if self.emulated:
             return (m.view(np.uint32) >> np.uint32(16)).astype(np.int64)
@@ -93,7 +94,7 @@ class Format:
 
     def from_magnitude_bits(self, bits: np.ndarray) -> np.ndarray:
         """Non-negative values from magnitude bit patterns (inverse of the above)."""
-        bits = np.asarray(bits, dtype=np.int64)
+        bits = np.asarray(bits)
         if self.emulated:
             return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
         unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(self.storage).itemsize]

@@ -38,6 +38,9 @@ RANDOM_POINTS = 128
 RANDOM_POINTS_BY_DTYPE = {"float64": 32}
 MAX_EDGE_POINTS = 80
 BASE_EDGES = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
+# Integer inputs take integers in [-INTEGER_RANGE, INTEGER_RANGE]: edges rounded (0
+# beyond it) and uniform draws.
+INTEGER_RANGE = 2048
 
 
 def rng_for(seed_text: str) -> np.random.Generator:
@@ -92,11 +95,10 @@ def edge_values(fmt: Format, cuts: list[float]) -> list[float]:
 
 def random_values(fmt: Format, rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` values uniform over the ordinals of the normal finite numbers, random sign."""
-    lo = int(fmt._magnitude_bits(np.asarray([fmt.tiny], dtype=fmt.storage))[0])
-    if not fmt.ftz:  # float16 keeps its subnormals: start at the smallest one
-        lo = 1
-    hi = int(fmt._magnitude_bits(np.asarray([fmt.largest], dtype=fmt.storage))[0])
-    bits = rng.integers(lo, hi, size=n, endpoint=True, dtype=np.int64)
+    # float16 keeps its subnormals: start at the smallest one
+    lo = int(fmt._magnitude_bits([fmt.tiny])[0]) if fmt.ftz else 1
+    hi = int(fmt._magnitude_bits([fmt.largest])[0])
+    bits = rng.integers(lo, hi, size=n, endpoint=True)
     values = fmt.from_magnitude_bits(bits).astype(np.float64)
     signs = rng.integers(0, 2, size=n)
     return np.where(signs == 1, -values, values)
@@ -114,8 +116,7 @@ def sample(op: ir.OpIR, fmt: Format, seed_text: str,
     integer = {i.name for i in op.inputs if i.is_integer}
     k = len(names)
     rows: list[tuple] = []
-    shifts = (0, 1, -1, 2, -2) if k > 1 else (0,)
-    for shift in shifts:
+    for shift in (0, 1, -1, 2, -2):  # one input: each shift gives the same rows
         for j in range(len(edges)):
             row = tuple(edges[(j + shift * i) % len(edges)] for i in range(k))
             if row not in rows:
@@ -125,8 +126,10 @@ def sample(op: ir.OpIR, fmt: Format, seed_text: str,
     out = {}
     for name in names:
         if name in integer:
-            edge = [float(round(v)) if abs(v) < 2048 else 0.0 for v in columns[name]]
-            drawn = rng.integers(-2048, 2048, size=random_points, endpoint=True)
+            edge = [float(round(v)) if abs(v) <= INTEGER_RANGE else 0.0
+                    for v in columns[name]]
+            drawn = rng.integers(-INTEGER_RANGE, INTEGER_RANGE, size=random_points,
+                                 endpoint=True)
             out[name] = np.concatenate([edge, drawn.astype(np.float64)])
         else:
             out[name] = np.concatenate([columns[name], random_values(fmt, rng, random_points)])
