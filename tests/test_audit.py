@@ -1440,11 +1440,12 @@ def test_call_evaluates_at_the_precision_and_sorts_failures():
         seen.append((mpmath.mp.prec, [type(a) for a in args]))
         return args[0] / 3 + args[1]
 
+    before = mpmath.mp.prec
     got = _call(f, [1.0, 2.0], 300)
     assert seen == [(300, [mpmath.mpf, mpmath.mpf])]
+    assert mpmath.mp.prec == before  # restored
     with mpmath.workprec(300):
         assert got == _mpf(1) / 3 + 2
-    assert mpmath.mp.prec == 53  # restored
 
     def raises(error):
         def f(*args):
