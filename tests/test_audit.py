@@ -1558,3 +1558,30 @@ def test_an_op_undefined_at_every_point_counts_none(tmp_path, no_cache):
     assert audit.skipped is None and audit.points > 100
     assert [(t.counted, t.nonfinite, t.worst_bits, t.worst_at, t.mean_bits)
             for t in audit.targets] == [(0, 0, 0.0, None, 0.0)] * 2
+
+
+def test_thresholds_read_numbers_constants_and_values_past_float64():
+    """_number: a printed constant (Const) by its value, a number past float64 as inf
+    (left out of the edges as any value past the format is), a symbol or a non-real
+    number as None."""
+    from gradgen import functions as fn
+
+    x = sympy.Symbol("x", real=True)
+    assert sampling._number(fn.Const(sympy.sqrt(2) / 2)) == math.sqrt(2) / 2
+    assert sampling._number(sympy.Rational(1, 4)) == 0.25
+    assert sampling._number(sympy.Integer(10) ** 400) == math.inf
+    assert sampling._number(-sympy.Integer(10) ** 400) == -math.inf
+    for other in (x, sympy.I, sympy.oo, sympy.nan, fn.Const(sympy.I), "0.5", 0.5):
+        assert sampling._number(other) is None, other
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        fmt = formats.get(name)
+        base = sampling.edge_values(fmt, [])
+        assert len(base) == len(set(base)) and all(math.isfinite(v) for v in base)
+        # past the range, or at the largest number (whose upper neighbour is inf): no
+        # new edge but the largest number's lower neighbour
+        below = fmt.neighbours(fmt.largest)[0]
+        for cuts in ([math.inf], [-math.inf], [2 * fmt.largest], [fmt.largest]):
+            edges = sampling.edge_values(fmt, cuts)
+            assert all(math.isfinite(v) for v in edges), (name, cuts)
+            assert set(edges) - set(base) <= {below, -below}, (name, cuts)
+        assert 0.25 in sampling.edge_values(fmt, [0.25])

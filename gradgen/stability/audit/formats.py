@@ -112,8 +112,9 @@ class Format:
             near = (np.asarray(steps, dtype=np.uint32) << np.uint32(16)).view(np.float32)
         else:
             x = v.astype(self.storage)[0]
-            near = np.asarray([np.nextafter(x, self.storage(-np.inf)),
-                               np.nextafter(x, self.storage(np.inf))])
+            with np.errstate(over="ignore"):  # above the largest number is inf
+                near = np.asarray([np.nextafter(x, self.storage(-np.inf)),
+                                   np.nextafter(x, self.storage(np.inf))])
         lo, hi = self.flush(near)
         return float(lo), float(hi)
 

@@ -336,7 +336,7 @@ class Program:
         self.params = [p.strip() for p in module["params"].split(",") if p.strip()]
         self.upstreams = [u.strip() for u in module["upstreams"].split(",") if u.strip()]
         self.grads = [g.strip() for g in module["grad_returns"].split(",")]
-        returns = module["returns"].strip("()")
+        returns = module["returns"].removeprefix("(").removesuffix(")")
         self.outputs = [r.strip() for r in returns.split(",") if r.strip()]
         self.helpers = tuple(views.helpers)
         forward = "\n".join(s["code"] for s in module["forward"])

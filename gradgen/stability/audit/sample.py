@@ -24,6 +24,7 @@ Python's ``hash``; integer inputs are drawn from small integers.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import sympy
@@ -68,27 +69,28 @@ def thresholds(op: ir.OpIR) -> list[float]:
 
 
 def _number(expr) -> float | None:
+    """The value of a real number (a printed constant's too); an inf where it is past
+    float64 (edge_values leaves out whatever is past the format); None otherwise."""
     if isinstance(expr, fn.Const):
         expr = expr.value
     if isinstance(expr, sympy.Expr) and expr.is_number and expr.is_real:
-        value = float(expr)
-        return value if np.isfinite(value) else None
+        return float(expr)
     return None
 
 
 def edge_values(fmt: Format, cuts: list[float]) -> list[float]:
-    """The edge values of one input, rounded to ``fmt``, without duplicates."""
+    """The edge values of one input, rounded to ``fmt``, finite, without duplicates (a
+    threshold past the format's range, or the inf above its largest number, is left
+    out)."""
     values = list(BASE_EDGES) + [fmt.tiny, -fmt.tiny, fmt.largest, -fmt.largest]
     for c in cuts:
-        if abs(c) > fmt.largest:
-            continue
         rounded = float(fmt.round([c])[0])
         values.append(rounded)
         values.extend(fmt.neighbours(rounded))
     out: list[float] = []
     for v in values:
         v = float(fmt.round([v])[0])
-        if v not in out:
+        if math.isfinite(v) and v not in out:
             out.append(v)
     return out
 
