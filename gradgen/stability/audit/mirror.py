@@ -359,7 +359,6 @@ class Program:
             exec(_helper_source(self.helpers), env)  # noqa: S102 - gradgen's own template
         except (SyntaxError, NameError, AttributeError, TypeError) as e:  # pragma: no cover
             raise MirrorError(f"helpers: {type(e).__name__}: {e}") from None
-        env["tf"] = tf_
         env["_unbroadcast"] = _unbroadcast_identity(tf_)
         for name in self.params:
             env[name] = tf_._t(inputs[name])
