@@ -222,6 +222,53 @@ REASONS = [
     (r"audit\.x_audit_op", r"Audit\(None, op\.dtype|Audit\(op\.name, None",
      "not detected: the 'no exact reference' path needs an expression SymPy cannot "
      "differentiate or print for mpmath; no test op reaches it"),
+    (r"audit\.formats.*_round_bfloat16", r"np\.isnan\(a\), None",
+     "equivalent: a NaN stays a NaN (None casts to float32's NaN); only its payload, "
+     "which nothing reads, differs"),
+    (r"audit\.formats.*neighbours", r"v\[0\] >= 0",
+     "unreachable: bfloat16 (the emulated format) flushes, so its 0 returned above"),
+    (r"audit\.(formats|mirror).*", r"errstate\((all|over)=None\)",
+     "equivalent: NumPy then warns on overflow or an invalid value, and computes the "
+     "same result"),
+    (r"audit\.mirror.*_kernel", r"dtype=None\) for a in args|np\.array\(special\(\*values\), \)",
+     "equivalent: special's value only decides where the result is NaN or inf (finite "
+     "ones are mpmath's, _refine); in the dtype instead of float64 it is inf or NaN at "
+     "the same points but within an ulp of the dtype's largest number"),
+    (r"audit\.mirror.*_operand", r'x\.ndim == 0\)|isinstance\(x, np\.ndarray\) or '
+     r'x\.dtype|"XXfiXX"',
+     "equivalent: operands are our arrays, Python numbers and 0-d float or int arrays; "
+     "these change only 0-d values of other kinds (complex, strings), which the "
+     "printed code does not make"),
+    (r"audit\.mirror.*__array_ufunc__", r"\(\*plain, \)",
+     "equivalent: nothing passes ufunc keywords (out=, where=) to the mirror's arrays"),
+    (r"audit\.mirror.*_TF.*reduce_sum", r"",
+     "equivalent: the stand-in ignores axis and keepdims (every input has the points' "
+     "shape: no broadcast axes, see the module docstring)"),
+    (r"audit\.mirror.*Program.*run", r"raise MirrorError\((None|f\"helpers: \{type\(None)",
+     "unreachable: the helpers are gradgen's own template, and compile (pragma: no cover)"),
+    (r"audit\.mirror.*Program.*run", r"np\.asarray\((env\[o\]|local\[g\]), (dtype=None)?\)",
+     "equivalent: the values are float16/float32 arrays whose every value float64 "
+     "holds exactly, and compare converts them to float64 itself"),
+    (r"audit\.sample.*thresholds", r"^- continue / \+ break$",
+     "not detected: differs only for a call whose non-expression argument (an axis, a "
+     "dtype name) comes before an expression argument holding a condition; the calls "
+     "of audited (elementwise) ops are casts, whose one expression comes first"),
+    (r"audit\.sample.*random_values", r"rng\.integers\(2, size=n\)",
+     "equivalent: integers(2) is integers(0, 2), the same draws"),
+    (r"audit\.sample.*random_values", r"signs != 1",
+     "equivalent: a fair sign either way (each draw's sign flipped; no guarantee is "
+     "about which sign a given draw takes)"),
+    (r"audit\.sample.*random_values", r"astype\(None\)",
+     "equivalent: astype(None) is astype(float64) in NumPy"),
+    (r"audit\.sample.*x_sample", r"drawn\.astype\(None\)",
+     "equivalent: astype(None) is astype(float64) in NumPy"),
+    (r"audit\.x__num", r'"inf" if value (>= 0|> 1)',
+     "equivalent: the value is +inf or -inf here (NaN and finite ones returned above)"),
+    (r"audit\.x_seed_text", r"",
+     "equivalent: another spelling of the same text seeds the sampler as "
+     "deterministically from the forward as written (the points drawn differ, and "
+     "generated/'s docstrings with them: gradgen check, outside this selection, "
+     "catches that; the audit's guarantees do not change)"),
     # survivors of the audit sample that tests written after the run kill (each checked
     # with MUTANT_UNDER_TEST=<name> python -m pytest tests/test_audit.py in mutants/);
     # counted as not detected in the score
