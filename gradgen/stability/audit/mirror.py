@@ -102,8 +102,8 @@ def _operand(fmt: Format, x):
 
 
 def _result(fmt: Format, result):
-    if isinstance(result, tuple):
-        return tuple(_result(fmt, r) for r in result)
+    """A NumPy result as an array of ``fmt`` (floats rounded or flushed); bools and
+    integers as they are."""
     result = np.asarray(result)
     if result.dtype.kind == "f":
         if result.dtype != fmt.storage or fmt.emulated:
