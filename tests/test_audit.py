@@ -1630,3 +1630,55 @@ def test_thresholds_read_numbers_constants_and_values_past_float64():
             assert all(math.isfinite(v) for v in edges), (name, cuts)
             assert set(edges) - set(base) <= {below, -below}, (name, cuts)
         assert 0.25 in sampling.edge_values(fmt, [0.25])
+
+
+def test_converged_doubles_the_precision_until_two_agree():
+    """_converged (the limit's evaluations): the value once two precisions from the
+    start agree, at most MAX_PREC bits (each evaluated once); None where it does not
+    settle, or is not a real number at the first or a later precision."""
+    from gradgen.stability.audit.reference import MAX_PREC, _converged
+
+    seen = []
+
+    def f(function):
+        def g(*args):
+            seen.append(mpmath.mp.prec)
+            return function(*args)
+        return g
+
+    assert _converged(f(lambda x: mpmath.mpf(mpmath.mp.prec)), [1.0], 1024, F32) is None
+    assert seen == [1024, 2048, 4096, 8192, MAX_PREC]
+    seen.clear()
+    got = _converged(f(lambda x: x / 3 + mpmath.mpf(2) ** -(mpmath.mp.prec // 4)), [1.0],
+                     64, F32)
+    # errors 2**-16, 2**-32, 2**-64, 2**-128: the last two are the first to agree to
+    # 2**-32 of 1/3
+    assert seen == [64, 128, 256, 512]
+    with mpmath.workprec(600):
+        assert abs(got - mpmath.mpf(1) / 3) < mpmath.mpf(2) ** -120
+    for first, later in ((None, 1), (mpmath.mpc(0, 1), 1), (1, None), (1, mpmath.mpc(0, 1))):
+        def g(x, first=first, later=later):
+            return first if mpmath.mp.prec == 128 else later
+        assert _converged(g, [1.0], 128, F32) is None, (first, later)
+
+
+def test_mirror_logic_and_comparison_stand_ins():
+    """The mirror's tf.math conditions: logical and/or/not, (not) equal, maximum and
+    minimum in the format, is_finite and is_inf; the dtype names exist as attributes."""
+    from gradgen.stability.audit.mirror import _TF
+
+    tf_ = _TF(F32, 4)
+    m = tf_.math
+    a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+    assert m.logical_and(a, b).tolist() == [True, False, False, False]
+    assert m.logical_or(a, b).tolist() == [True, True, True, False]
+    assert m.logical_not(a).tolist() == [False, False, True, True]
+    x, y = np.array([1.0, 2.0, -0.0, np.nan]), np.array([1.0, 3.0, 0.0, 1.0])
+    assert m.equal(x, y).tolist() == [True, False, True, False]
+    assert m.not_equal(x, y).tolist() == [False, True, False, True]
+    assert np.asarray(m.maximum(x, y)).tolist()[:3] == [1.0, 3.0, 0.0]
+    assert np.asarray(m.minimum(0.1, y)).dtype == np.float32  # 0.1 taken in float32
+    assert m.is_finite(np.array([1.0, np.inf, np.nan])).tolist() == [True, False, False]
+    assert m.is_inf(np.array([1.0, -np.inf, np.nan])).tolist() == [False, True, False]
+    for name in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool"):
+        assert getattr(tf_, name) == name
