@@ -1541,21 +1541,22 @@ def test_the_reference_evaluates_every_language_function_in_mpmath(table_ops):
     assert _is_evalf(reference._evalf_function(sympy.sin))
 
 
+def _recording(seen: list, f):
+    """``f``, appending the working precision to ``seen`` at each call."""
+    def g(*args):
+        seen.append(mpmath.mp.prec)
+        return f(*args)
+    return g
+
+
 def _reference_of(*functions):
     """A Reference of one input whose targets are ``functions`` (mpmath callables), each
     recording the working precision it ran at."""
     seen: list = []
-
-    def recording(f):
-        def g(*args):
-            seen.append(mpmath.mp.prec)
-            return f(*args)
-        return g
-
     ref = Reference.__new__(Reference)
     ref.symbols = [sympy.Symbol("x", real=True)]
     ref.targets = [(0, None if k == 0 else f"t{k}", None) for k in range(len(functions))]
-    ref._functions = [recording(f) for f in functions]
+    ref._functions = [_recording(seen, f) for f in functions]
     ref._together = lambda *args: [f(*args) for f in ref._functions]
     return ref, seen
 
@@ -1638,19 +1639,13 @@ def test_converged_doubles_the_precision_until_two_agree():
     settle, or is not a real number at the first or a later precision."""
     from gradgen.stability.audit.reference import MAX_PREC, _converged
 
-    seen = []
-
-    def f(function):
-        def g(*args):
-            seen.append(mpmath.mp.prec)
-            return function(*args)
-        return g
-
-    assert _converged(f(lambda x: mpmath.mpf(mpmath.mp.prec)), [1.0], 1024, F32) is None
+    seen: list = []
+    assert _converged(_recording(seen, lambda x: mpmath.mpf(mpmath.mp.prec)), [1.0], 1024,
+                      F32) is None
     assert seen == [1024, 2048, 4096, 8192, MAX_PREC]
     seen.clear()
-    got = _converged(f(lambda x: x / 3 + mpmath.mpf(2) ** -(mpmath.mp.prec // 4)), [1.0],
-                     64, F32)
+    got = _converged(_recording(seen, lambda x: x / 3 + mpmath.mpf(2) ** -(mpmath.mp.prec // 4)),
+                     [1.0], 64, F32)
     # errors 2**-16, 2**-32, 2**-64, 2**-128: the last two are the first to agree to
     # 2**-32 of 1/3
     assert seen == [64, 128, 256, 512]
