@@ -2,8 +2,9 @@
 on two logical CPU devices and on a single device; prints whether they match.
 
 Run by tests/test_integration.py in its own process (logical devices must be set up
-before TensorFlow initializes). The same code runs under MultiWorkerMirroredStrategy or
-TPUStrategy: the generated ops are ordinary TensorFlow functions with custom gradients.
+before TensorFlow initializes). The same model and ops run under
+MultiWorkerMirroredStrategy in tests/multiworker_step.py (two worker processes); the
+generated ops are ordinary TensorFlow functions with custom gradients.
 """
 
 import importlib.util
