@@ -16,6 +16,7 @@ import sympy
 
 from .derive import derive_op
 from .errors import UsageError
+from .safe import markdown_text
 from .spec import load_spec
 
 
@@ -98,9 +99,10 @@ def _latex(expr) -> str:
 
 def _markdown(op, where, audit=None) -> str:
     lines = [f"### `{op.name}`", ""]
-    if op.doc:
-        lines += [op.doc.strip(), ""]
-    lines += [f"Spec: `{where}`; dtype `{op.dtype}`.", "", "**Forward**", ""]
+    if op.doc:  # user text: escaped, so it cannot open a section, HTML or a link
+        lines += [markdown_text(op.doc.strip()), ""]
+    lines += [f"Spec: {markdown_text(str(where))}; dtype `{op.dtype}`.", "", "**Forward**",
+              ""]
     lines += [f"- $\\mathrm{{{_tex_name(n)}}} = {_latex(e)}$" for n, e in op.forward_exprs]
     lines += ["", "**Partial derivatives**", ""]
     for p in op.partials:

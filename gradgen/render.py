@@ -11,6 +11,7 @@ the string. This module imports neither SymPy nor TensorFlow.
 
 from __future__ import annotations
 
+import keyword
 import textwrap
 from functools import lru_cache
 from importlib import resources
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import jinja2
 
+from .safe import comment, literal
 
 _CONTROL = {i for i in range(32)} - {9, 10} | {127}
 LINE_LENGTH = 88
@@ -34,14 +36,58 @@ def templates_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
+        finalize=_finalize,
     )
+    env.filters.update(code=_code, name=_name, literal=_literal, comment=_comment)
+    return env
+
+
+class Code(str):
+    """Text a template may write as it is: source that gradgen printed, or a value made
+    safe by one of the filters below."""
+
+
+def _finalize(value):
+    """Every ``{{ ... }}`` of a template ends in a filter that makes :class:`Code`;
+    anything else is a gradgen bug (a value pasted into code unescaped)."""
+    if not isinstance(value, Code):
+        raise jinja2.TemplateError(
+            f"template wrote {value!r} without | code, | name, | literal or | comment"
+        )
+    return value
+
+
+def _code(text: str) -> Code:
+    """Source that gradgen made (the printer's statements, checks, docstrings built by
+    :func:`docstring_literal`): one Python fragment, no user text outside literals."""
+    if not isinstance(text, str):
+        raise jinja2.TemplateError(f"| code of a {type(text).__name__}")
+    return Code(text)
+
+
+def _name(text: str) -> Code:
+    """An identifier (validated by the spec: ASCII, not a keyword)."""
+    if not (isinstance(text, str) and text.isascii() and text.isidentifier()
+            and not keyword.iskeyword(text)):
+        raise jinja2.TemplateError(f"| name of {text!r}, which is not an identifier")
+    return Code(text)
+
+
+def _literal(value) -> Code:
+    """A Python literal of ``value`` (:func:`gradgen.safe.literal`)."""
+    return Code(literal(value))
+
+
+def _comment(text) -> Code:
+    """Text for a ``#`` comment, on one line (:func:`gradgen.safe.comment`)."""
+    return Code(comment(text))
 
 
 def docstring_literal(text: str) -> str:
@@ -144,8 +190,8 @@ def test_cases(views: OpViews, sample_range) -> list[str]:
     """The op's test cases as Python literals, sampling inputs from ``sample_range``."""
     low, high = sample_range or (0.5, 1.5)
     return [
-        repr((name, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
-              (low, high), solves))
+        literal((name, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
+                 (low, high), solves))
         for name, dtypes, flags, shapes, solves in views.cases
     ]
 
