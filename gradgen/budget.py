@@ -1,56 +1,128 @@
-"""Time budgets for work on untrusted input (derivation and simplification).
+"""Time budgets for work on untrusted input: per op, and for a whole build.
 
 Consumes: a number of seconds. Guarantees: :func:`time_budget` raises
-:class:`BudgetExceeded` inside the guarded block once the time is up, so a spec whose
-derivation would run for minutes (SymPy on a huge or pathological expression) fails
-with a clear error instead of hanging. It uses ``SIGALRM`` (a Unix interval timer),
-which works in the main thread; elsewhere (other threads, Windows) it guards nothing
-and the size limits of :mod:`gradgen.expr` and :mod:`gradgen.derive` still apply.
+:class:`BudgetExceeded` inside the guarded block once its time is up, so a spec whose
+derivation would run for minutes (SymPy on a huge or pathological expression), or a
+build of a thousand slow ops, fails with a clear error instead of hanging. Budgets nest:
+an inner budget never outlasts an enclosing one, and the exception says which budget
+ran out (:attr:`BudgetExceeded.budget`), so each level reports only its own. It uses
+``SIGALRM`` (a Unix interval timer), which works in the main thread; elsewhere (other
+threads, Windows) it guards nothing and the size limits of :mod:`gradgen.expr` and
+:mod:`gradgen.derive` still apply.
 
-The default is :data:`DEFAULT_SECONDS` per op; ``GRADGEN_OP_TIMEOUT`` (seconds) in the
-environment overrides it.
+The defaults are :data:`DEFAULT_SECONDS` per op (deriving, printing and verifying it;
+formatting a module gets its ops' budgets together) and :data:`DEFAULT_BUILD_SECONDS`
+for a whole ``build`` or ``check``; ``GRADGEN_OP_TIMEOUT`` and
+``GRADGEN_BUILD_TIMEOUT`` (seconds, in (0, :data:`MAX_SECONDS`]) override them, and any
+other value of either is a usage error naming the variable.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
+import time
+from dataclasses import dataclass
+
+from .errors import UsageError
 
 DEFAULT_SECONDS = 30.0
+DEFAULT_BUILD_SECONDS = 900.0
+MAX_SECONDS = 86400.0
+
+
+@dataclass(frozen=True, eq=False)
+class Budget:
+    """One running budget: what it covers ("op", "build") and its length."""
+
+    label: str
+    seconds: float
+    deadline: float
 
 
 class BudgetExceeded(Exception):
-    """The guarded work ran out of time."""
+    """The guarded work ran out of time; ``budget`` is the :class:`Budget` that did."""
+
+    def __init__(self, budget: Budget):
+        super().__init__(f"{budget.label} budget of {budget.seconds:g} s exceeded")
+        self.budget = budget
+
+
+def _seconds(variable: str, default: float) -> float:
+    text = os.environ.get(variable)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value <= MAX_SECONDS):  # also nan and inf
+        raise UsageError(
+            f"{variable}={text[:40]!r}: expected a number of seconds in (0, {MAX_SECONDS:g}]"
+        )
+    return value
 
 
 def op_seconds() -> float:
-    """The per-op budget: ``GRADGEN_OP_TIMEOUT`` if set and valid, else the default."""
-    try:
-        value = float(os.environ.get("GRADGEN_OP_TIMEOUT", DEFAULT_SECONDS))
-    except ValueError:
-        return DEFAULT_SECONDS
-    return value if value > 0 else DEFAULT_SECONDS
+    """The per-op budget: ``GRADGEN_OP_TIMEOUT``, else :data:`DEFAULT_SECONDS`.
+
+    Raises:
+        UsageError: the variable is set to anything but a number in (0, 86400].
+    """
+    return _seconds("GRADGEN_OP_TIMEOUT", DEFAULT_SECONDS)
+
+
+def build_seconds() -> float:
+    """The whole-build budget: ``GRADGEN_BUILD_TIMEOUT``, else
+    :data:`DEFAULT_BUILD_SECONDS`.
+
+    Raises:
+        UsageError: the variable is set to anything but a number in (0, 86400].
+    """
+    return _seconds("GRADGEN_BUILD_TIMEOUT", DEFAULT_BUILD_SECONDS)
+
+
+_running: list[Budget] = []
+
+
+def _arm() -> None:
+    """Set the timer for the earliest deadline of the running budgets (or clear it)."""
+    if not _running:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+    left = min(b.deadline for b in _running) - time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, max(left, 1e-4))
+
+
+def _expire(signum, frame):
+    now = time.monotonic()
+    due = [b for b in _running if b.deadline <= now + 1e-3]
+    if not due:  # woke a little early: wait for the rest
+        _arm()
+        return
+    raise BudgetExceeded(min(due, key=lambda b: b.deadline))
 
 
 @contextlib.contextmanager
-def time_budget(seconds: float):
-    """Raise :class:`BudgetExceeded` in the block after ``seconds`` (main thread, Unix)."""
+def time_budget(seconds: float, label: str = "op"):
+    """Raise :class:`BudgetExceeded` in the block after ``seconds`` (main thread, Unix),
+    or when an enclosing budget runs out first."""
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
         return
-
-    def expire(signum, frame):
-        raise BudgetExceeded()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    remaining, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    budget = Budget(label, seconds, time.monotonic() + seconds)
+    outermost = not _running
+    previous = signal.signal(signal.SIGALRM, _expire) if outermost else None
+    _running.append(budget)
     try:
-        yield
+        _arm()
+        yield budget
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if remaining:  # an enclosing timer was running: restore what is left of it
-            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+        _running.remove(budget)
+        _arm()
+        if outermost:
+            signal.signal(signal.SIGALRM, previous)

@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import __version__
+from .files import read_bounded
 
 
 def enabled() -> bool:
@@ -75,14 +76,33 @@ def _path(k: str) -> Path:
     return directory() / k[:2] / f"{k}.json"
 
 
+MAX_ENTRY_BYTES = 64 << 20
+
+
+def _checksum(k: str, value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{k}:{text}".encode()).hexdigest()
+
+
 def get(k: str):
-    """The value stored under ``k``, or None."""
+    """The value stored under ``k``, or None: also when the entry is missing,
+    unreadable, not a regular file, larger than :data:`MAX_ENTRY_BYTES`, not JSON,
+    nested too deeply, or not what :func:`put` wrote under ``k`` (its checksum, over the
+    key and the value, does not match: a truncated, corrupted or edited entry)."""
     if not enabled():
         return None
     try:
-        return json.loads(_path(k).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        entry = json.loads(read_bounded(_path(k), MAX_ENTRY_BYTES, "cache entry"))
+    except (OSError, ValueError, RecursionError):
         return None
+    if not (isinstance(entry, dict) and set(entry) == {"value", "sha256"}):
+        return None
+    try:
+        if entry["sha256"] != _checksum(k, entry["value"]):
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return entry["value"]
 
 
 def put(k: str, value) -> None:
@@ -94,7 +114,7 @@ def put(k: str, value) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(value, f)
+            json.dump({"value": value, "sha256": _checksum(k, value)}, f)
         os.replace(tmp, path)
     except OSError:
         try:

@@ -4,10 +4,13 @@ Consumes: command-line arguments, and ``[tool.gradgen]`` in the nearest
 ``pyproject.toml`` when no spec is named. Guarantees, for every command:
 
 * exit status 0 when all is well, 1 when ``check`` finds stale, missing or orphaned
-  output, 2 for a bad spec or bad usage (every problem printed as
-  ``file:line:col: error: ...`` on stderr, nothing written), 3 when a derived gradient
-  fails the numerical verification or, with ``--strict-accuracy``, the accuracy audit
-  (nothing written), 123 for an internal error;
+  output (or temporary files a killed build left), 2 for a bad spec or bad usage
+  (every problem printed as ``file:line:col: error: ...`` on stderr, nothing written;
+  also a hostile file, setting or path, and a time budget that ran out), 3 when a
+  derived gradient fails the numerical verification or, with ``--strict-accuracy``,
+  the accuracy audit (nothing written), 4 when the system refuses to write the output
+  (permissions, a full disk, a file-size limit: no output file changed), 123 for an
+  internal error;
 * never a Python traceback for a user error;
 * TensorFlow is never imported.
 """
@@ -30,9 +33,12 @@ from .errors import (
     EXIT_OK,
     EXIT_STALE,
     GradgenError,
+    OutputError,
     SpecError,
     UsageError,
 )
+from .files import describe
+from .safe import check_path_text, printable
 
 MAX_DIFF_LINES = 200
 MAX_ERRORS = 50
@@ -54,12 +60,12 @@ class Reporter:
     def info(self, message: str) -> None:
         """A summary line (hidden by -q)."""
         if self.verbosity >= 0:
-            click.echo(message)
+            click.echo(printable(message))
 
     def detail(self, message: str) -> None:
         """A per-file line (shown by -v)."""
         if self.verbosity > 0:
-            click.echo(message)
+            click.echo(printable(message))
 
     def error(self, message: str, location=None, title: str = "gradgen") -> None:
         if self.error_format == "github":
@@ -68,10 +74,10 @@ class Reporter:
                 props = [f"file={location.path}", f"line={location.line}",
                          f"col={location.col}"]
             props.append(f"title={title}")
-            click.echo(f"::error {','.join(props)}::{_escape(message)}", err=True)
+            click.echo(printable(f"::error {','.join(props)}::{_escape(message)}"), err=True)
         else:
             prefix = f"{location}: error: " if location is not None else "gradgen: error: "
-            click.echo(prefix + message, err=True)
+            click.echo(printable(prefix + message), err=True)
 
     def progress(self, label: str) -> None:
         """Called per op; shows a progress line on a terminal once a second has passed."""
@@ -101,7 +107,7 @@ def _fail(error: GradgenError, reporter: Reporter) -> None:
                 body = d.format().split(": error: ", 1)[1]
                 reporter.error(body, d.location)
             else:
-                click.echo(d.format(), err=True)
+                click.echo(printable(d.format()), err=True)
         n = len(error.diagnostics)
         if reporter.error_format != "github":
             more = f" ({n - MAX_ERRORS} not shown)" if n > MAX_ERRORS else ""
@@ -171,11 +177,21 @@ def _settings(specs, out_dir, no_verify, verbosity, error_format, strict_accurac
     else:  # named specs: only the command line (and defaults) decide where output goes
         config = dataclasses.replace(config, out=None, emit_tests=None, specs=())
     out = out_dir or config.out or "generated"
+    _run(lambda: _check_paths(specs, out), reporter)
     verify = not no_verify if no_verify is not None else config.verify
     if strict_accuracy is None:
         strict_accuracy = config.strict_accuracy
     reporter.strict_accuracy = bool(strict_accuracy)
     return list(specs), out, verify, config, reporter
+
+
+def _check_paths(specs, folder) -> None:
+    """Refuse spec paths and an output or tests folder that hold control, format or
+    line-break characters (they are written into generated files and messages)."""
+    for path in specs:
+        check_path_text(path, "spec path")
+    if folder:
+        check_path_text(folder, "output folder")
 
 
 # ------------------------------------------------------------------ commands
@@ -187,8 +203,8 @@ def main() -> None:
     """Generate TensorFlow custom-gradient ops from YAML specs.
 
     Exit status: 0 ok, 1 stale output (check), 2 bad spec or usage, 3 a derived gradient
-    failed verification (or, with --strict-accuracy, the accuracy audit), 123 internal
-    error.
+    failed verification (or, with --strict-accuracy, the accuracy audit), 4 the output
+    could not be written (nothing changed), 123 internal error.
     """
 
 
@@ -205,28 +221,37 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
         specs, out_dir, no_verify, verbosity, error_format, strict_accuracy
     )
     tests_dir = tests_dir or config.emit_tests
+    _run(lambda: _check_paths([], tests_dir), reporter)
 
     def action():
-        from .emit import generate_all, generate_tests
-        from .outputs import apply, plan, write_files
+        from .emit import build_budget, generate_all, generate_tests
+        from .outputs import Output, apply_all, plan
 
-        generated = generate_all(specs, out, verify, reporter.progress,
-                                 reporter.strict_accuracy)
-        files = {f"{g.doc.model.module}.py": g.text for g in generated}
-        statuses = plan(files, out, specs)
+        with build_budget():
+            generated = generate_all(specs, out, verify, reporter.progress,
+                                     reporter.strict_accuracy)
+            files = {f"{g.doc.model.module}.py": g.text for g in generated}
+            outputs = [Output(out, plan(files, out, specs), files, prune)]
+            if tests_dir:  # every output is ready before the first file is written
+                test_files = generate_tests(generated, tests_dir, out)
+                outputs.append(Output(tests_dir, [s for s in plan(test_files, tests_dir, [])
+                                                  if s.state != "orphaned"], test_files))
+        statuses = outputs[0].statuses
         reporter.end_progress()
         if verify:
             _note_unverified(generated, reporter)
         _note_audit(generated, reporter)
         verb = {"changed": "write", "missing": "write", "orphaned": "prune" if prune else
-                "orphaned", "unchanged": "unchanged"}
+                "orphaned", "unchanged": "unchanged", "temporary": "remove"}
         if not dry_run:
-            apply(statuses, files, out, prune)
-        for s in statuses:
-            word = verb[s.state]
-            if not dry_run and word in ("write", "prune"):
-                word = {"write": "wrote", "prune": "pruned"}[word]
-            reporter.detail(f"{word} {Path(out) / s.path}")
+            apply_all(outputs)
+        done = {"write": "wrote", "prune": "pruned", "remove": "removed"}
+        for output in outputs:
+            for s in output.statuses:
+                word = verb[s.state]
+                if not dry_run:
+                    word = done.get(word, word)
+                reporter.detail(f"{word} {Path(output.folder) / s.path}")
         written = sum(s.state in ("changed", "missing") for s in statuses)
         unchanged = sum(s.state == "unchanged" for s in statuses)
         orphans = sum(s.state == "orphaned" for s in statuses)
@@ -236,11 +261,13 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
                 f", {orphans} orphaned (--prune deletes)"
             )
         if tests_dir:
-            test_files = generate_tests(generated, tests_dir, out)
-            if not dry_run:
-                test_statuses = write_files(test_files, tests_dir)
-                tests_written = sum(s.state != "unchanged" for s in test_statuses)
-                summary += f"; tests: {tests_written} written"
+            tests_written = sum(s.state in ("changed", "missing")
+                                for s in outputs[1].statuses)
+            summary += f"; tests: {tests_written} written"
+        temporaries = sum(s.state == "temporary" for o in outputs for s in o.statuses)
+        if temporaries:
+            summary += f"; {temporaries} stale temporary file{'s' if temporaries > 1 else ''}"
+            summary += " removed" if not dry_run else " to remove"
         reporter.info(("dry run: " if dry_run else "") + summary.replace(
             "written", "to write" if dry_run else "written"))
         return EXIT_OK
@@ -261,19 +288,21 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
         specs, out_dir, no_verify, verbosity, error_format, strict_accuracy
     )
     tests_dir = tests_dir or config.emit_tests
+    _run(lambda: _check_paths([], tests_dir), reporter)
 
     def action():
-        from .emit import generate_all, generate_tests
+        from .emit import build_budget, generate_all, generate_tests
         from .outputs import plan
 
-        generated = generate_all(specs, out, verify, reporter.progress,
-                                 reporter.strict_accuracy)
-        files = {f"{g.doc.model.module}.py": g.text for g in generated}
-        statuses = [(out, s) for s in plan(files, out, specs)]
-        if tests_dir:
-            test_files = generate_tests(generated, tests_dir, out)
-            statuses += [(tests_dir, s) for s in plan(test_files, tests_dir, [])
-                         if s.state != "orphaned"]
+        with build_budget():
+            generated = generate_all(specs, out, verify, reporter.progress,
+                                     reporter.strict_accuracy)
+            files = {f"{g.doc.model.module}.py": g.text for g in generated}
+            statuses = [(out, s) for s in plan(files, out, specs)]
+            if tests_dir:
+                test_files = generate_tests(generated, tests_dir, out)
+                statuses += [(tests_dir, s) for s in plan(test_files, tests_dir, [])
+                             if s.state != "orphaned"]
         reporter.end_progress()
         stale = [(folder, s) for folder, s in statuses if s.state != "unchanged"]
         for folder, s in statuses:
@@ -283,7 +312,7 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
             return EXIT_OK
         for folder, s in stale:
             lines = s.diff.splitlines(keepends=True)
-            click.echo("".join(lines[:max_diff_lines]), nl=False)
+            click.echo(printable("".join(lines[:max_diff_lines])), nl=False)
             if len(lines) > max_diff_lines:
                 click.echo(f"... ({len(lines) - max_diff_lines} more diff lines)")
             if reporter.error_format == "github":
@@ -294,7 +323,8 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
         command += f" -o {out}" if out_dir else ""
         command += f" --emit-tests {tests_dir}" if tests_dir and tests_dir != config.emit_tests else ""
         prune = " --prune" if any(s.state == "orphaned" for _, s in stale) else ""
-        click.echo(f"gradgen: stale generated code ({names}); run: {command}{prune}", err=True)
+        click.echo(printable(f"gradgen: stale generated code ({names}); run: {command}{prune}"),
+                   err=True)
         return EXIT_STALE
 
     sys.exit(_run(action, reporter))
@@ -339,8 +369,8 @@ class _Where:
 def _describe(status) -> str:
     if status.state == "changed":
         return "changed ops: " + ", ".join(status.ops) if status.ops else "changed"
-    if status.state == "orphaned":
-        return "orphaned, " + status.ops[0]
+    if status.state in ("orphaned", "temporary"):
+        return f"{status.state}, {status.ops[0]}"
     return status.state
 
 
@@ -356,7 +386,7 @@ def explain(spec, op, fmt):
     def action():
         from .explain import explain_spec
 
-        click.echo(explain_spec(spec, op, fmt), nl=False)
+        click.echo(printable(explain_spec(spec, op, fmt)), nl=False)
         return EXIT_OK
 
     sys.exit(_run(action, reporter))
@@ -371,10 +401,20 @@ def init(path):
     def action():
         from .render import starter_spec
 
-        target = Path(path)
-        if target.exists():
-            raise UsageError(f"{path} exists; not overwriting it")
-        target.write_text(starter_spec(target.stem), encoding="utf-8")
+        target = Path(check_path_text(path, "spec path"))
+        text = starter_spec(target.stem).encode("utf-8")
+        try:  # O_EXCL: never through an existing file or a (dangling) symbolic link
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            raise UsageError(f"{path} exists; not overwriting it") from None
+        except OSError as e:
+            raise OutputError(f"cannot create {path}: {describe(e)}") from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(text)
+        except OSError as e:
+            os.unlink(target)
+            raise OutputError(f"cannot write {path}: {describe(e)}") from None
         reporter.info(f"wrote {path}; build it with: gradgen build {path}")
         return EXIT_OK
 

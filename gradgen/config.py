@@ -27,12 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .files import describe, read_bounded
+from .safe import check_path_text, printable
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+MAX_PYPROJECT_BYTES = 1 << 20
+MAX_SPEC_GLOBS = 100
+MAX_SPEC_FILES = 1000
 KEYS = {"specs": list, "out": str, "emit_tests": str, "verify": bool, "error_format": str,
         "strict_accuracy": bool}
 
@@ -77,7 +82,16 @@ class Config:
                 "no spec files given; name them, or set specs in [tool.gradgen] of "
                 "pyproject.toml"
             )
-        paths = sorted({p for pattern in self.specs for p in glob.glob(pattern, recursive=True)})
+        paths = set()
+        for pattern in self.specs:
+            for p in glob.iglob(pattern, recursive=True):
+                paths.add(p)
+                if len(paths) > MAX_SPEC_FILES:
+                    raise UsageError(
+                        f"[tool.gradgen] specs {list(self.specs)} match more than "
+                        f"{MAX_SPEC_FILES} files (in {self.source})"
+                    )
+        paths = sorted(paths)
         if not paths:
             raise UsageError(
                 f"[tool.gradgen] specs {list(self.specs)} match no file (in {self.source})"
@@ -98,26 +112,46 @@ def load_config(cwd: Path) -> Config:
     path = find_pyproject(cwd)
     if path is None:
         return Config()
+    shown = printable(os.path.relpath(path, cwd))
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
-    table = data.get("tool", {}).get("gradgen")
+        data = tomllib.loads(read_bounded(path, MAX_PYPROJECT_BYTES, "pyproject.toml")
+                             .decode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"cannot read {shown}: {describe(e)}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"cannot read {shown}: {printable(str(e))}") from None
+    except RecursionError:
+        raise UsageError(f"cannot read {shown}: values nested too deeply") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError(f"{shown}: 'tool' must be a table")
+    table = tool.get("gradgen")
     if table is None:
         return Config()
-    shown = os.path.relpath(path, cwd)
+    if not isinstance(table, dict):
+        raise UsageError(f"{shown}: [tool.gradgen] must be a table, got a "
+                         f"{type(table).__name__}")
     for key, value in table.items():
         if key not in KEYS:
-            hint = difflib.get_close_matches(key, KEYS, n=1)
+            hint = difflib.get_close_matches(key[:100], KEYS, n=1)
             extra = f"; did you mean '{hint[0]}'?" if hint else ""
             raise UsageError(
-                f"{shown}: unknown key '{key}' in [tool.gradgen]{extra} (allowed: "
+                f"{shown}: unknown key {printable(key[:100])!r} in [tool.gradgen]{extra} "
+                "(allowed: "
                 f"{', '.join(sorted(KEYS))})"
             )
         if not isinstance(value, KEYS[key]) or (
             key == "specs" and not all(isinstance(v, str) for v in value)
         ):
-            raise UsageError(f"{shown}: [tool.gradgen] {key} has the wrong type")
+            raise UsageError(
+                f"{shown}: [tool.gradgen] {key} must be "
+                + ("a list of strings" if key == "specs" else f"a {KEYS[key].__name__}")
+            )
+        if key == "specs" and len(value) > MAX_SPEC_GLOBS:
+            raise UsageError(f"{shown}: [tool.gradgen] specs lists more than "
+                             f"{MAX_SPEC_GLOBS} globs")
+        for path_text in value if key == "specs" else [value] if KEYS[key] is str else []:
+            check_path_text(path_text, f"{shown}: [tool.gradgen] {key}")
     if table.get("error_format", "text") not in ("text", "github"):
         raise UsageError(f"{shown}: [tool.gradgen] error_format is text or github")
     root = path.parent

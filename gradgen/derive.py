@@ -81,13 +81,16 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     # test session, several specs in one build). Each op starts from an empty cache,
     # so its output depends on its spec alone.
     sympy.core.cache.clear_cache()
+    budget = None
     try:
-        with time_budget(seconds):
+        with time_budget(seconds) as budget:
             program, used = stabilize_reductions(parse_op(doc, index))
             deriver = _Deriver(doc, program)
             deriver.rules_used.update(used)
             return deriver.run()
     except (BudgetExceeded, RecursionError) as e:
+        if isinstance(e, BudgetExceeded) and e.budget is not budget:
+            raise  # an enclosing budget (the op's, the build's) ran out: it reports
         loc = ("ops", index)
         reason = (
             f"deriving this op took longer than {seconds:g} s"

@@ -15,8 +15,12 @@ Consumes: spec paths and an output folder. Guarantees:
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
+import io
 import os
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -24,21 +28,22 @@ from typing import Callable
 from . import __version__, cache
 from .errors import Diagnostic, SpecError, UsageError
 from .render import ModuleMeta, OpViews, render_module, render_tests, test_cases
+from .safe import check_path_text
 from .spec import SpecDocument, load_spec
 
 Progress = Callable[[str], None]
 
 
-def _relative_path(target: str, folder: str) -> str:
+def _relative_path(target: str, folder: str, what: str) -> str:
     """``target`` relative to ``folder``, both with symbolic links resolved (so a spec
-    named through a link gives the same header as the same spec named directly)."""
+    named through a link gives the same header as the same spec named directly).
+
+    Raises:
+        UsageError: the result holds a control, format or line-break character (a link
+            to such a name): it is written into generated code.
+    """
     rel = os.path.relpath(os.path.realpath(target), os.path.realpath(folder))
-    return Path(rel).as_posix()
-
-
-def _check_path_text(path: str) -> None:
-    if any(ord(c) < 32 or ord(c) == 127 for c in path):
-        raise UsageError(f"spec path {path!r} contains control characters")
+    return check_path_text(Path(rel).as_posix(), what)
 
 
 @dataclass(frozen=True)
@@ -67,29 +72,26 @@ def _op_entry(
     op = doc.model.ops[index]
     k = cache.key("op", {"op": op.model_dump(mode="json"), "dtype": doc.model.dtype,
                          "names": names, "verify": verify, "audit": audit})
-    entry = cache.get(k)
+    entry = _decoded(cache.get(k))
     if entry is not None:
         return entry
     if progress:
         progress(f"{doc.model.module}.{op.name}")
-    from .derive import derive_op
-    from .views import RenderError, op_views
+    from .budget import BudgetExceeded, op_seconds, time_budget
 
-    op_ir = derive_op(doc, index)
+    seconds, budget = op_seconds(), None
     try:
-        views = op_views(op_ir)
-    except RenderError as e:
-        loc = ("ops", index)
-        raise SpecError(Diagnostic(doc.location(loc), str(e), op.name, None)) from None
-    sampled = None
-    if verify:  # after printing succeeded: every value is something TensorFlow has
-        from .verify import VerificationError, verify_op
-
-        try:
-            sampled = verify_op(op_ir)
-        except VerificationError as e:
-            e.location = doc.location(("ops", index))
+        with time_budget(seconds) as budget:
+            op_ir, views, sampled = _derive_print_verify(doc, index, verify)
+    except BudgetExceeded as e:
+        if e.budget is not budget:
             raise
+        raise SpecError(Diagnostic(
+            doc.location(("ops", index)),
+            f"deriving, printing and verifying this op took longer than {seconds:g} s "
+            "(GRADGEN_OP_TIMEOUT); simplify the expression, or split it into `where` "
+            "intermediates", op.name, None,
+        )) from None
     # The accuracy audit always runs (its sentence is part of the docstring, so the
     # output does not depend on --no-verify); --strict-accuracy is applied on the cached
     # result, in _generate_one.
@@ -105,18 +107,97 @@ def _op_entry(
     entry = {"views": views.to_json(), "range": list(sampled) if sampled else None,
              "audit": result.to_json()}
     cache.put(k, entry)
-    return entry
+    return _decoded(entry)
 
 
-def _format(source: str) -> str:
-    """black, through the cache (formatting a large module takes a while)."""
+def _derive_print_verify(doc: SpecDocument, index: int, verify: bool):
+    """(op IR, views, sampled range or None) of ``doc.model.ops[index]``."""
+    from .derive import derive_op
+    from .views import RenderError, op_views
+
+    op_ir = derive_op(doc, index)
+    try:
+        views = op_views(op_ir)
+    except RenderError as e:
+        loc = ("ops", index)
+        raise SpecError(Diagnostic(doc.location(loc), str(e), doc.model.ops[index].name,
+                                   None)) from None
+    sampled = None
+    if verify:  # after printing succeeded: every value is something TensorFlow has
+        from .verify import VerificationError, verify_op
+
+        try:
+            sampled = verify_op(op_ir)
+        except VerificationError as e:
+            e.location = doc.location(("ops", index))
+            raise
+    return op_ir, views, sampled
+
+
+def _decoded(entry):
+    """(views, sampled range or None, audit) from an op's cache entry; None for a miss
+    or a malformed entry (which is a miss too)."""
+    from .stability.audit import Audit
+
+    if not isinstance(entry, dict):
+        return None
+    try:
+        views = OpViews.from_json(entry["views"])
+        sampled = entry["range"]
+        if sampled is not None:
+            low, high = (float(v) for v in sampled)
+            sampled = (low, high)
+        return views, sampled, Audit.from_json(entry["audit"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _code_of(text: str) -> tuple:
+    """What formatting must not change in ``text``: its syntax tree (each string's lines
+    stripped: black re-indents docstrings) and its comments."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = "\n".join(line.strip() for line in node.value.strip().splitlines())
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    comments = [t.string.lstrip("#").strip() for t in tokens if t.type == tokenize.COMMENT]
+    return ast.dump(tree), comments
+
+
+def _same_code(source: str, formatted) -> bool:
+    """Whether ``formatted`` is ``source`` formatted: a cached text that is not (a
+    corrupted or edited cache entry) is a miss, never trusted."""
+    if not isinstance(formatted, str):
+        return False
+    try:
+        return _code_of(source) == _code_of(formatted)
+    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError):
+        return False
+
+
+def _format(source: str, ops: int, what: str) -> str:
+    """black, through the cache (formatting a large module takes a while; a cached text
+    is used only when :func:`_same_code` confirms it), within the budget of ``ops`` ops.
+
+    Raises:
+        SpecError: formatting ran out of time (naming ``what``, the module).
+    """
     k = cache.key("format", hashlib.sha256(source.encode()).hexdigest())
     cached = cache.get(k)
-    if isinstance(cached, str):
+    if _same_code(source, cached):
         return cached
+    from .budget import BudgetExceeded, op_seconds, time_budget
     from .formatter import format_source
 
-    text = format_source(source)
+    seconds, budget = op_seconds() * max(ops, 1), None
+    try:
+        with time_budget(seconds) as budget:
+            text = format_source(source)
+    except BudgetExceeded as e:
+        if e.budget is not budget:
+            raise
+        raise UsageError(f"formatting {what} took longer than {seconds:g} s (its ops' "
+                         "budgets, GRADGEN_OP_TIMEOUT)") from None
     cache.put(k, text)
     return text
 
@@ -126,12 +207,11 @@ def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
     meta = ModuleMeta(
         name=doc.model.module,
         doc=doc.model.doc,
-        spec_path=_relative_path(doc.path, out_dir),
+        spec_path=_relative_path(doc.path, out_dir, "spec path (links resolved)"),
         spec_sha256=doc.sha256,
         version=__version__,
     )
     names = sorted(op.name for op in doc.model.ops)
-    from .stability.audit import Audit
     from .stability.audit.report import strict_error
 
     views, ranges, audits, problems = [], {}, {}, []
@@ -141,16 +221,39 @@ def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
         except SpecError as e:
             problems.extend(e.diagnostics)
             continue
-        views.append(OpViews.from_json(entry["views"]))
-        ranges[op.name] = tuple(entry["range"]) if entry["range"] else None
-        audits[op.name] = Audit.from_json(entry["audit"])
+        views.append(entry[0])
+        ranges[op.name], audits[op.name] = entry[1], entry[2]
         error = strict_error(audits[op.name]) if strict_accuracy else None
         if error is not None:
             error.location = doc.location(("ops", index))
             raise error
     if problems:
         raise SpecError(problems)
-    return Generated(doc, meta, views, _format(render_module(meta, views)), ranges, audits)
+    text = _format(render_module(meta, views), len(views), f"module {meta.name}")
+    return Generated(doc, meta, views, text, ranges, audits)
+
+
+@contextlib.contextmanager
+def build_budget():
+    """The whole-build time budget (:func:`gradgen.budget.build_seconds`) around
+    generating every output (never around writing it: a write is never interrupted).
+
+    Raises:
+        UsageError: the budget ran out (naming ``GRADGEN_BUILD_TIMEOUT``).
+    """
+    from .budget import BudgetExceeded, build_seconds, time_budget
+
+    seconds = build_seconds()
+    with time_budget(seconds, "build") as budget:
+        try:
+            yield
+        except BudgetExceeded as e:
+            if e.budget is not budget:
+                raise
+            raise UsageError(
+                f"generating took longer than the build's budget of {seconds:g} s "
+                "(GRADGEN_BUILD_TIMEOUT); nothing written"
+            ) from None
 
 
 def generate_all(
@@ -162,7 +265,7 @@ def generate_all(
         raise UsageError("no spec files given")
     docs, problems = [], []
     for path in spec_paths:
-        _check_path_text(path)
+        check_path_text(path, "spec path")
         try:
             docs.append(load_spec(path))
         except SpecError as e:
@@ -231,8 +334,10 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
     included)."""
     files = {}
     for g in generated:
-        module_path = _relative_path(os.path.join(out_dir, f"{g.meta.name}.py"), tests_dir)
+        module_path = _relative_path(os.path.join(out_dir, f"{g.meta.name}.py"), tests_dir,
+                                     "output folder (links resolved)")
         cases = [test_cases(v, g.ranges.get(v.test["name"])) for v in g.views]
         source = render_tests(g.meta, module_path, g.views, cases)
-        files[f"test_{g.meta.name}_gradients.py"] = _format(source)
+        files[f"test_{g.meta.name}_gradients.py"] = _format(
+            source, len(g.views), f"the tests of {g.meta.name}")
     return dict(sorted(files.items()))

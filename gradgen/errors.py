@@ -19,6 +19,7 @@ EXIT_OK = 0
 EXIT_STALE = 1
 EXIT_SPEC_ERROR = 2
 EXIT_VERIFY_FAILED = 3
+EXIT_OUTPUT = 4
 EXIT_INTERNAL = 123
 
 
@@ -99,3 +100,11 @@ class UsageError(GradgenError):
     """The command line was used wrongly (missing file, bad option). Exit status 2."""
 
     exit_code = EXIT_SPEC_ERROR
+
+
+class OutputError(GradgenError):
+    """The environment refused a read or write of the output (permissions, a full disk,
+    a file-size limit). Exit status 4; no output file changed, unless the message says
+    otherwise."""
+
+    exit_code = EXIT_OUTPUT

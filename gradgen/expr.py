@@ -47,6 +47,7 @@ WHERE_INLINE_MAX = 60  # tree size above which a `where` intermediate is its own
 MAX_AST_DEPTH = 64
 MAX_INT_LITERAL = 2**53
 MAX_CONSTANT_LOG10 = 300
+MAX_CONSTANT_BITS = 1100  # a rational's numerator or denominator: about 330 digits
 
 
 @dataclass(frozen=True)
@@ -535,6 +536,12 @@ class _Parser:
             sympy.zoo, sympy.nan, sympy.oo, -sympy.oo
         ):
             raise _ExprError(node, "expression is infinite or undefined (e.g. 1/0)")
+        if isinstance(term.expr, sympy.Basic) and any(
+            max(abs(r.p), r.q).bit_length() > MAX_CONSTANT_BITS
+            for r in term.expr.atoms(sympy.Rational)
+        ):  # SymPy folded constants into one (10**300 * 10**300, (2*x)**1000)
+            raise _ExprError(node, f"a constant here has more than {MAX_CONSTANT_LOG10} "
+                             "digits, beyond any floating-point type")
         return term
 
     def visit_Constant(self, node: ast.Constant) -> Term:
@@ -619,9 +626,13 @@ class _Parser:
         return Term(expr, shape, left.leaves | right.leaves)
 
     def _pow(self, node: ast.AST, base, exponent):
-        if base.is_number and exponent.is_number:
+        if exponent.is_number:
+            # SymPy evaluates a numeric power at once, and distributes one over a
+            # product's numeric factor ((2*x)**n is 2**n * x**n): bound that number
+            # before SymPy computes it
+            coeff = base if base.is_number else base.as_coeff_Mul()[0]
             try:
-                magnitude = abs(float(exponent)) * abs(math.log10(abs(float(base)) or 1.0))
+                magnitude = abs(float(exponent)) * abs(math.log10(abs(float(coeff)) or 1.0))
             except (TypeError, ValueError, OverflowError):
                 magnitude = math.inf
             if magnitude > MAX_CONSTANT_LOG10:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import sys
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
@@ -60,6 +61,32 @@ def reserved_reason(name: str) -> str | None:
     if hasattr(builtins, name):
         return "a Python builtin"
     return None
+
+
+# Modules that a generated module, on sys.path beside them, would shadow: the standard
+# library, what gradgen's output and its users import, and the files Python and pytest
+# run by name at start-up.
+SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | frozenset(
+    """
+    numpy tensorflow keras tf_keras tensorboard ml_dtypes absl google protobuf h5py
+    sympy mpmath scipy jax jaxlib torch pandas matplotlib numba IPython
+    pytest _pytest pluggy conftest sitecustomize usercustomize setuptools pip
+    pkg_resources wheel six typing_extensions gradgen black jinja2 yaml pydantic click
+    """.split()
+)
+_SHADOWED_FOLDED = frozenset(m.lower() for m in SHADOWED_MODULES)
+
+
+def module_reason(name: str) -> str | None:
+    """Why ``name`` cannot be a generated module's name, or None if it can: a reason of
+    :func:`reserved_reason`, or the name (compared without case, as macOS and Windows
+    file systems do) of a module the output folder would shadow for every Python
+    process with that folder on its path (``numpy``, ``conftest``, ``sitecustomize``)."""
+    reason = reserved_reason(name)
+    if reason is None and name.lower() in _SHADOWED_FOLDED:
+        reason = ("the name of a module it would shadow (a standard-library module, a "
+                  "common package, or a file Python or pytest imports at start-up)")
+    return reason
 
 
 class NameScope:

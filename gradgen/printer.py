@@ -166,7 +166,7 @@ class TFPrinter(TensorflowPrinter):
         """A numeric constant as a Python literal or a ``math`` expression."""
         value = complex(expr.evalf(30))
         if not (math.isfinite(value.real) and math.isfinite(value.imag)):
-            raise PrintError("constant", f"constant {expr} is not finite in float64")
+            raise PrintError("constant", f"constant {_short(expr)} is not finite in float64")
         if expr.is_Integer:
             return f"{int(expr)}.0"
         if expr.is_Rational:
@@ -585,3 +585,15 @@ def _operand(text: str, value) -> str:
     if isinstance(value, sympy.Basic) and (value.is_Atom or isinstance(value, sympy.Function)):
         return text
     return f"({text})"
+
+
+def _short(number) -> str:
+    """A number for a message: as written when short, else to 6 significant digits
+    (a 1,200-digit constant is not repeated in full)."""
+    text = f"{number}"
+    if len(text) <= 40:
+        return text
+    try:
+        return str(sympy.N(number, 6))
+    except (TypeError, ValueError):
+        return text[:20] + f"... ({len(text)} characters)"

@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from .errors import Diagnostic, Location, SpecError
-from .naming import IDENTIFIER_RE, reserved_reason
+from .naming import IDENTIFIER_RE, module_reason, reserved_reason
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_EXPRESSION_CHARS = 4000
@@ -539,10 +539,14 @@ def load_spec(path: str | Path, display_path: str | None = None) -> SpecDocument
             every problem found is listed with its position.
     """
     shown = display_path if display_path is not None else str(path)
+    from .files import FileRefused, read_bounded
+
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, MAX_SPEC_BYTES, "spec")
+    except FileRefused as e:
+        raise SpecError(Diagnostic(Location(shown), str(e)))
     except OSError as e:
-        raise SpecError(Diagnostic(Location(shown), f"cannot read spec: {e.strerror}"))
+        raise SpecError(Diagnostic(Location(shown), f"cannot read spec: {e.strerror or e}"))
     return parse_spec(data, shown)
 
 
@@ -647,12 +651,12 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
         if reason:
             problems.append(diag(loc, f"{what} name '{name}' is not allowed: {reason}", True))
 
-    if reserved_reason(model.module):
+    if module_reason(model.module):
         problems.append(
             diag(
                 ("module",),
                 f"module name '{model.module}' is not allowed: "
-                f"{reserved_reason(model.module)}",
+                f"{module_reason(model.module)}",
             )
         )
     seen_ops: dict[str, int] = {}

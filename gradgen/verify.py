@@ -13,8 +13,9 @@ unbroadcast over the wrong axes) whatever produced them. TensorFlow is not impor
 Random inputs are drawn from a few ranges in turn ((0.5, 1.5) first, then ones that
 reach other parts of a domain) until the forward and backward values are finite; an op
 finite nowhere in those ranges, or whose declared sizes exceed :data:`MAX_ELEMENTS`
-elements per input, is not checked (:func:`verify_op` returns None and the command line
-says so). Inputs are seeded from the op's name, so a build is deterministic.
+elements per input (or any of whose values would exceed :data:`MAX_RESULT_ELEMENTS`:
+``[65536, 1] * [65536]``), is not checked (:func:`verify_op` returns None and the
+command line says so). Inputs are seeded from the op's name, so a build is deterministic.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .spec import COMPLEX_DTYPES, INT_DTYPES
 
 RANGES = ((0.5, 1.5), (0.1, 0.9), (1.5, 3.0), (-1.5, -0.5), (-0.9, 0.9), (-3.0, 3.0))
 MAX_ELEMENTS = 1 << 16  # per input: larger declared shapes are not evaluated
+MAX_RESULT_ELEMENTS = 1 << 20  # per value computed: 8 MiB of float64
 STEP = 1e-6
 RTOL = 1e-5
 ATOL = 1e-8
@@ -206,6 +208,34 @@ class _BroadcastingPrinter(NumPyPrinter):
     def _print_Or(self, expr):
         return self._logical(expr, "logical_or")
 
+    def _print_Integer(self, expr):
+        # a Python int beyond float64's exact range would make NumPy build an object
+        # array (np.sin(10**20) fails): evaluation is in float64 anyway
+        if abs(expr.p) <= 2**53:
+            return super()._print_Integer(expr)
+        return self._float(expr)
+
+    def _print_Rational(self, expr):
+        if max(abs(expr.p), expr.q) <= 2**53:
+            return super()._print_Rational(expr)
+        return self._float(expr)
+
+    @staticmethod
+    def _float(expr) -> str:
+        try:
+            return repr(float(expr))
+        except OverflowError:
+            return "inf" if expr > 0 else "(-inf)"
+
+
+class _TooLarge(Exception):
+    """A value would have more than :data:`MAX_RESULT_ELEMENTS` elements."""
+
+
+def _bound(shape) -> None:
+    if math.prod(shape) > MAX_RESULT_ELEMENTS:
+        raise _TooLarge()
+
 
 class _Evaluator:
     """Evaluates IR values with NumPy, given a {local name: array} environment."""
@@ -219,13 +249,20 @@ class _Evaluator:
             for cls, name in _REPLACE.items():
                 e = e.replace(cls, sympy.Function(name))
             symbols = sorted(e.free_symbols, key=lambda s: s.name)
+            # evaluated under gradgen's own argument names: an input called `select`,
+            # `arctan2` or `e` would otherwise shadow the NumPy name lambdify prints
+            internal = [sympy.Symbol(f"_arg{i}", **s.assumptions0)
+                        for i, s in enumerate(symbols)]
+            e = e.xreplace(dict(zip(symbols, internal)))
             f = sympy.lambdify(
-                symbols, e, modules=[_NUMPY, "numpy"],
+                internal, e, modules=[_NUMPY, "numpy"],
                 printer=_BroadcastingPrinter(_LAMBDIFY_SETTINGS),
             )
             self._compiled[expr] = (f, [s.name for s in symbols])
         f, names = self._compiled[expr]
-        return np.asarray(f(*(env[n] for n in names)))
+        args = [env[n] for n in names]
+        _bound(np.broadcast_shapes(*(np.shape(a) for a in args)))  # before computing
+        return np.asarray(f(*args))
 
     def value(self, value, env):
         if not isinstance(value, ir.Call):
@@ -243,6 +280,8 @@ def _matmul(call, a, b):
         a = _swap(np.conj(a) if call.param("adjoint_a") else a)
     if call.param("transpose_b") or call.param("adjoint_b"):
         b = _swap(np.conj(b) if call.param("adjoint_b") else b)
+    if a.ndim >= 2 and b.ndim >= 2:
+        _bound((*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1]))
     return np.matmul(a, b)
 
 
@@ -410,6 +449,13 @@ def verify_op(op: ir.OpIR) -> tuple[float, float] | None:
     Raises:
         VerificationError: a gradient disagrees at two different random points.
     """
+    try:
+        return _verify(op)
+    except _TooLarge:  # a value of the op at these sizes: not checked, as for large inputs
+        return None
+
+
+def _verify(op: ir.OpIR) -> tuple[float, float] | None:
     if not any(i.grad for i in op.inputs):
         return RANGES[0]
     configs = [
@@ -441,8 +487,8 @@ def verify_op(op: ir.OpIR) -> tuple[float, float] | None:
                 inputs[spec.name] = value
             try:
                 outputs, _ = _run(op, evaluator, inputs)
-            except (ValueError, np.linalg.LinAlgError):
-                break  # these sizes do not broadcast: try the next example shapes
+            except (ValueError, np.linalg.LinAlgError, _TooLarge):
+                break  # these sizes do not broadcast, or too large: the next shapes
             if not _finite(outputs):
                 continue
             upstreams = [_random_like(rng, o, complex_op) for o in outputs]

@@ -165,9 +165,12 @@ def audit_in_budget(op: ir.OpIR, views) -> Audit:
     that runs out of time is reported as not run, never as a failure."""
     from ...budget import BudgetExceeded, op_seconds, time_budget
 
+    budget = None
     try:
-        with time_budget(op_seconds()):
+        with time_budget(op_seconds()) as budget:
             return audit_op(op, views)
-    except BudgetExceeded:
+    except BudgetExceeded as e:
+        if e.budget is not budget:
+            raise  # the build's budget ran out: the build reports it
         return Audit(op.name, op.dtype,
                      skipped="out of the per-op time budget (GRADGEN_OP_TIMEOUT)")
