@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import sympy
 import yaml
@@ -146,7 +148,7 @@ _DEEP = "version: 1\nmodule: m\nops:\n  - name: g\n    inputs: {x: [3]}\n    out
 @pytest.mark.parametrize(
     "raised, reason",
     [
-        (gradgen.derive.BudgetExceeded(), "deriving this op took longer than 0.25 s"),
+        (None, "deriving this op took longer than 0.25 s"),  # runs out of its budget
         (RecursionError(), "this op's expressions are nested too deeply"),
     ],
 )
@@ -154,6 +156,8 @@ def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, rea
     from gradgen.spec import parse_spec
 
     def runaway(self):
+        if raised is None:
+            time.sleep(5)  # the 0.25 s budget interrupts it
         raise raised
 
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.25")
@@ -230,3 +234,25 @@ def test_forward_exprs_show_earlier_intermediates_by_name():
                 where={"s": "exp(x) * y", "t": "s + sin(x)"})
     got = [(name, sympy.sstr(e)) for name, e in op.forward_exprs]
     assert got == [("s", "y*exp(x)"), ("t", "s + sin(x)"), ("out", "t*cos(y)")]
+
+
+def test_budgets_nest_and_each_reports_its_own():
+    """An inner budget never outlasts an enclosing one, and the exception names the
+    budget that ran out, so an op's handler does not report the build's budget."""
+    from gradgen.budget import BudgetExceeded, time_budget
+
+    with pytest.raises(BudgetExceeded) as info:
+        with time_budget(0.05, "build") as outer:
+            with time_budget(10.0, "op"):
+                time.sleep(2)
+    assert info.value.budget is outer and info.value.budget.label == "build"
+    with pytest.raises(BudgetExceeded) as info:
+        with time_budget(10.0, "build"):
+            with time_budget(0.05, "op") as inner:
+                time.sleep(2)
+    assert info.value.budget is inner
+    with time_budget(0.2, "build"):  # the outer timer is re-armed after an inner one
+        with time_budget(10.0, "op"):
+            pass
+        with pytest.raises(BudgetExceeded):
+            time.sleep(2)

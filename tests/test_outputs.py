@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gradgen.errors import UsageError
+from gradgen.errors import OutputError, UsageError
 from gradgen.outputs import (
     FileStatus,
     apply,
@@ -227,9 +227,10 @@ def test_apply_refuses_a_file_as_the_folder(tmp_path):
 
 
 def test_apply_reports_a_folder_it_cannot_create(tmp_path):
+    """An environment error (exit status 4), not a usage error."""
     (tmp_path / "file").write_text("")
     target = str(tmp_path / "file" / "out")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(OutputError) as info:
         apply([], {}, target)
     assert str(info.value) == f"cannot create output folder {target}: Not a directory"
 
@@ -252,8 +253,9 @@ def test_an_interrupted_write_leaves_every_target_untouched(tmp_path, monkeypatc
         raise OSError("disk gone")
 
     monkeypatch.setattr(os, "replace", replace)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError) as info:  # exit status 4, and the message says so
         apply(statuses, files, str(tmp_path))
+    assert str(info.value) == f"cannot write {tmp_path / 'a.py'}: disk gone; no output file changed"
     assert calls == ["a.py"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]  # no temporary left
     assert (tmp_path / "a.py").read_text() == module()
@@ -305,6 +307,7 @@ def test_apply_writes_temporary_files_in_the_output_folder(tmp_path, monkeypatch
     apply(plan(files, str(tmp_path), []), files, str(tmp_path))
     ((folder, name, target),) = renames
     assert (folder, target) == (tmp_path, tmp_path / "m.py")
-    # named .<file>.<random>.tmp: hidden, and recognisable as an interrupted write
-    assert re.fullmatch(r"\.m\.py\.[A-Za-z0-9_]+\.tmp", name), name
+    # named .<file>.<pid>.<random>.tmp: hidden, and recognisable as an interrupted
+    # write whose process is gone
+    assert re.fullmatch(rf"\.m\.py\.{os.getpid()}\.[A-Za-z0-9_]+\.tmp", name), name
     assert sorted(os.listdir(tmp_path)) == ["m.py"]
