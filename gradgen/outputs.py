@@ -186,10 +186,10 @@ def _running(pid: int) -> bool:
         return True
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except PermissionError:  # a process of another user holds that pid
+        return True
+    except (ProcessLookupError, OverflowError, ValueError):  # none, or no such pid
         return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid <= 0x7FFFFFFF  # a process of another user holds that pid
     return True
 
 
