@@ -23,11 +23,15 @@ def _check_input(op, name, value, dtype, declared):
 
     `declared` lists the declared dims: an int must match, a name or None matches any
     size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`).
+    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
+    (see `_check_representable`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: its static rank or a known dim differs from `declared`.
+        ValueError: `value` is not a tensor and holds a number that conversion to
+            `dtype` would change; or its static rank or a known dim differs from
+            `declared`.
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
@@ -35,6 +39,8 @@ def _check_input(op, name, value, dtype, declared):
         raise TypeError(
             f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
         )
+    if not tf.is_tensor(value):
+        _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
     if shape.rank is not None and (
@@ -54,6 +60,47 @@ def _check_input(op, name, value, dtype, declared):
             value, [d if isinstance(d, int) else None for d in declared]
         )
     return value
+
+
+def _check_representable(op, name, value, dtype):
+    """Check that converting the host value `value` to `dtype` keeps its numbers.
+
+    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
+    int32), truncates fractions for integer dtypes, drops imaginary parts for real
+    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
+    1e5 in float16); those are refused. Floats are still rounded to the nearest number
+    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
+    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
+    left to tf.convert_to_tensor.
+
+    Raises:
+        ValueError: a number of `value` would change on conversion to `dtype`.
+    """
+    import numpy as np  # TensorFlow's own dependency; only host values need it
+
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError, NotImplementedError):
+        return
+    if host.dtype.kind not in "biufc":
+        return  # not numbers: tf.convert_to_tensor refuses them
+    real = host
+    changed = np.zeros(host.shape, bool)
+    if host.dtype.kind == "c" and not dtype.is_complex:
+        real, changed = host.real, host.imag != 0
+    # the overflowing and invalid casts are what is looked for: no warnings
+    with np.errstate(all="ignore"):
+        converted = real.astype(dtype.as_numpy_dtype)
+        if dtype.is_integer:
+            changed |= converted != real
+        else:
+            changed |= np.isfinite(real) & ~np.isfinite(converted)
+    if np.any(changed):
+        index = np.argmax(changed.reshape(-1))
+        raise ValueError(
+            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
+            f"cannot represent (it would become {converted.reshape(-1)[index]})"
+        )
 
 
 def _unbroadcast(grad, like):
@@ -88,7 +135,10 @@ def abs_diff(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("abs_diff", "x", x, tf.float32, [None])
     y = _check_input("abs_diff", "y", y, tf.float32, [None])
@@ -138,7 +188,10 @@ def signed_square(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("signed_square", "x", x, tf.float32, [None])
     return _signed_square_vjp(x)
@@ -184,7 +237,10 @@ def floor_mix(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("floor_mix", "x", x, tf.float32, [None])
     y = _check_input("floor_mix", "y", y, tf.float32, [None])
@@ -235,7 +291,10 @@ def ceiling_mix(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("ceiling_mix", "x", x, tf.float32, [None])
     y = _check_input("ceiling_mix", "y", y, tf.float32, [None])
@@ -286,7 +345,10 @@ def maximum(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("maximum", "x", x, tf.float32, [None])
     y = _check_input("maximum", "y", y, tf.float32, [None])
@@ -345,7 +407,10 @@ def minimum3(x, y, z):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("minimum3", "x", x, tf.float32, [None])
     y = _check_input("minimum3", "y", y, tf.float32, [None])
@@ -411,7 +476,10 @@ def clip01(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("clip01", "x", x, tf.float32, [None])
     return _clip01_vjp(x)
@@ -468,7 +536,10 @@ def step_gate(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("step_gate", "x", x, tf.float32, [None])
     y = _check_input("step_gate", "y", y, tf.float32, [None])
@@ -516,7 +587,10 @@ def relu(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("relu", "x", x, tf.float32, [None])
     return _relu_vjp(x)
@@ -560,7 +634,10 @@ def huber(r):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     r = _check_input("huber", "r", r, tf.float32, [None])
     return _huber_vjp(r)

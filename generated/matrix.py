@@ -20,11 +20,15 @@ def _check_input(op, name, value, dtype, declared):
 
     `declared` lists the declared dims: an int must match, a name or None matches any
     size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`).
+    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
+    (see `_check_representable`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: its static rank or a known dim differs from `declared`.
+        ValueError: `value` is not a tensor and holds a number that conversion to
+            `dtype` would change; or its static rank or a known dim differs from
+            `declared`.
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
@@ -32,6 +36,8 @@ def _check_input(op, name, value, dtype, declared):
         raise TypeError(
             f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
         )
+    if not tf.is_tensor(value):
+        _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
     if shape.rank is not None and (
@@ -53,35 +59,101 @@ def _check_input(op, name, value, dtype, declared):
     return value
 
 
-def _check_named_dims(op, uses):
-    """Check that each named dim has one size across the inputs that declare it.
+def _check_representable(op, name, value, dtype):
+    """Check that converting the host value `value` to `dtype` keeps its numbers.
 
-    `uses` maps a dim name to (input name, tensor, axis) triples. Sizes known
-    statically are compared now; where one is unknown while tracing (None in an input
-    signature), the sizes are compared when the graph runs (a size 1 would otherwise
-    broadcast silently and give a gradient of the wrong shape).
+    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
+    int32), truncates fractions for integer dtypes, drops imaginary parts for real
+    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
+    1e5 in float16); those are refused. Floats are still rounded to the nearest number
+    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
+    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
+    left to tf.convert_to_tensor.
 
     Raises:
-        ValueError: two inputs give the same named dim different static sizes.
-        tf.errors.InvalidArgumentError: (when the graph runs) different run-time sizes.
+        ValueError: a number of `value` would change on conversion to `dtype`.
     """
+    import numpy as np  # TensorFlow's own dependency; only host values need it
+
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError, NotImplementedError):
+        return
+    if host.dtype.kind not in "biufc":
+        return  # not numbers: tf.convert_to_tensor refuses them
+    real = host
+    changed = np.zeros(host.shape, bool)
+    if host.dtype.kind == "c" and not dtype.is_complex:
+        real, changed = host.real, host.imag != 0
+    # the overflowing and invalid casts are what is looked for: no warnings
+    with np.errstate(all="ignore"):
+        converted = real.astype(dtype.as_numpy_dtype)
+        if dtype.is_integer:
+            changed |= converted != real
+        else:
+            changed |= np.isfinite(real) & ~np.isfinite(converted)
+    if np.any(changed):
+        index = np.argmax(changed.reshape(-1))
+        raise ValueError(
+            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
+            f"cannot represent (it would become {converted.reshape(-1)[index]})"
+        )
+
+
+def _check_named_dims(op, inputs, uses):
+    """Check that each named dim has one size wherever it is declared.
+
+    `inputs` maps input names to the tensors `_check_input` returned (their rank is
+    known); `uses` maps a dim name to the (input name, axis) places that declare it, an
+    input's several axes among them (`[batch, n, n]`). Sizes known statically are
+    compared now. A size unknown while tracing (None in an input signature) is compared
+    when the graph runs with the dim's static size, or else with its first place's size:
+    a size 1 would otherwise broadcast silently and give a gradient of the wrong shape.
+
+    Returns the tensors of `inputs`, in its order. Each one compared when the graph runs
+    is reshaped to its compared size under the comparison's control dependency, so that
+    no graph (a TF1 graph run in a Session included) computes the op without it, and so
+    that XLA (jit_compile), which compiles assertions to nothing, refuses the sizes too:
+    compiling a reshape to another size fails (unless the input is empty).
+
+    Raises:
+        ValueError: statically known sizes of a named dim differ.
+        tf.errors.InvalidArgumentError: (when the graph runs) a size unknown while
+            tracing differs; under XLA, compiling the op fails instead ("Input to
+            reshape is a tensor with ... values, but the requested shape has ...", at
+            the node `<op>_dim_<dim>`).
+    """
+    checked = dict(inputs)
     for dim, places in uses.items():
-        sizes = {}
-        for name, value, axis in places:
-            size = value.shape[axis] if value.shape.rank is not None else None
-            if size is not None:
-                sizes[name] = size
-        if len(set(sizes.values())) > 1:
-            found = ", ".join(f"{name}: {size}" for name, size in sizes.items())
+        known = [(name, axis, inputs[name].shape[axis]) for name, axis in places]
+        known = [(name, axis, size) for name, axis, size in known if size is not None]
+        if len({size for _, _, size in known}) > 1:
+            found = ", ".join(f"{n}: {size} (axis {a})" for n, a, size in known)
             raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
-        if len(sizes) < len(places):
-            first, first_value, first_axis = places[0]
-            for name, value, axis in places[1:]:
-                tf.debugging.assert_equal(
-                    tf.shape(first_value)[first_axis],
-                    tf.shape(value)[axis],
-                    message=f"{op}: dim {dim!r} must have one size in {first!r} and {name!r}",
-                )
+        if len(known) == len(places):
+            continue
+        if known:
+            first, first_axis, want = known[0]
+        else:
+            first, first_axis = places[0]
+            want = tf.shape(checked[first])[first_axis]
+        for name, axis in places:
+            value = checked[name]
+            if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
+                continue
+            check = tf.debugging.assert_equal(
+                want,
+                tf.shape(value)[axis],
+                message=f"{op}: dim {dim!r} must have one size in {first!r} (axis "
+                f"{first_axis}) and {name!r} (axis {axis})",
+            )
+            with tf.control_dependencies([check]):
+                shape, dynamic = value.shape.as_list(), tf.shape(value)
+                sizes = [dynamic[i] if n is None else n for i, n in enumerate(shape)]
+                sizes[axis] = want
+                # XLA's error names this node: the op and the dim
+                checked[name] = tf.reshape(value, sizes, name=f"{op}_dim_{dim}")
+    return [checked[name] for name in inputs]
 
 
 def _cofactor(a):
@@ -209,17 +281,21 @@ def sandwich(A, X, B):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     A = _check_input("sandwich", "A", A, tf.float32, ["batch", "a", "a"])
     X = _check_input("sandwich", "X", X, tf.float32, ["a", "b"])
     B = _check_input("sandwich", "B", B, tf.float32, ["batch", "b", "b"])
-    _check_named_dims(
+    A, X, B = _check_named_dims(
         "sandwich",
+        {"A": A, "X": X, "B": B},
         {
-            "a": [("A", A, 1), ("A", A, 2), ("X", X, 0)],
-            "b": [("X", X, 1), ("B", B, 1), ("B", B, 2)],
-            "batch": [("A", A, 0), ("B", B, 0)],
+            "a": [("A", 1), ("A", 2), ("X", 0)],
+            "b": [("X", 1), ("B", 1), ("B", 2)],
+            "batch": [("A", 0), ("B", 0)],
         },
     )
     return _sandwich_vjp(A, X, B)
@@ -278,17 +354,18 @@ def sandwich_any_batch(A, X, B):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     A = _check_input("sandwich_any_batch", "A", A, tf.float32, [None, "a", "a"])
     X = _check_input("sandwich_any_batch", "X", X, tf.float32, ["a", "b"])
     B = _check_input("sandwich_any_batch", "B", B, tf.float32, [None, "b", "b"])
-    _check_named_dims(
+    A, X, B = _check_named_dims(
         "sandwich_any_batch",
-        {
-            "a": [("A", A, 1), ("A", A, 2), ("X", X, 0)],
-            "b": [("X", X, 1), ("B", B, 1), ("B", B, 2)],
-        },
+        {"A": A, "X": X, "B": B},
+        {"a": [("A", 1), ("A", 2), ("X", 0)], "b": [("X", 1), ("B", 1), ("B", 2)]},
     )
     return _sandwich_any_batch_vjp(A, X, B)
 
@@ -355,11 +432,16 @@ def quadratic_form(x, W):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("quadratic_form", "x", x, tf.float32, ["batch", "n"])
     W = _check_input("quadratic_form", "W", W, tf.float32, ["n", "n"])
-    _check_named_dims("quadratic_form", {"n": [("x", x, 1), ("W", W, 0), ("W", W, 1)]})
+    x, W = _check_named_dims(
+        "quadratic_form", {"x": x, "W": W}, {"n": [("x", 1), ("W", 0), ("W", 1)]}
+    )
     return _quadratic_form_vjp(x, W)
 
 
@@ -418,10 +500,13 @@ def log_det(S):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     S = _check_input("log_det", "S", S, tf.float32, [None, "n", "n"])
-    _check_named_dims("log_det", {"n": [("S", S, 1), ("S", S, 2)]})
+    (S,) = _check_named_dims("log_det", {"S": S}, {"n": [("S", 1), ("S", 2)]})
     return _log_det_vjp(S)
 
 
@@ -465,14 +550,18 @@ def attention_scores(q, k, scale):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     q = _check_input("attention_scores", "q", q, tf.float32, ["batch", "tq", "d"])
     k = _check_input("attention_scores", "k", k, tf.float32, ["batch", "tk", "d"])
     scale = _check_input("attention_scores", "scale", scale, tf.float32, [])
-    _check_named_dims(
+    q, k = _check_named_dims(
         "attention_scores",
-        {"batch": [("q", q, 0), ("k", k, 0)], "d": [("q", q, 2), ("k", k, 2)]},
+        {"q": q, "k": k},
+        {"batch": [("q", 0), ("k", 0)], "d": [("q", 2), ("k", 2)]},
     )
     return _attention_scores_vjp(q, k, scale)
 
@@ -539,7 +628,10 @@ def layer(x, w, bias):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("layer", "x", x, tf.float32, [None, 4])
     w = _check_input("layer", "w", w, tf.float32, [4, 3])
@@ -607,7 +699,10 @@ def inverse_trace(M):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     M = _check_input("inverse_trace", "M", M, tf.float32, [None, 3, 3])
     return _inverse_trace_vjp(M)

@@ -24,11 +24,15 @@ def _check_input(op, name, value, dtype, declared):
 
     `declared` lists the declared dims: an int must match, a name or None matches any
     size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`).
+    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
+    (see `_check_representable`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: its static rank or a known dim differs from `declared`.
+        ValueError: `value` is not a tensor and holds a number that conversion to
+            `dtype` would change; or its static rank or a known dim differs from
+            `declared`.
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
@@ -36,6 +40,8 @@ def _check_input(op, name, value, dtype, declared):
         raise TypeError(
             f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
         )
+    if not tf.is_tensor(value):
+        _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
     if shape.rank is not None and (
@@ -57,35 +63,101 @@ def _check_input(op, name, value, dtype, declared):
     return value
 
 
-def _check_named_dims(op, uses):
-    """Check that each named dim has one size across the inputs that declare it.
+def _check_representable(op, name, value, dtype):
+    """Check that converting the host value `value` to `dtype` keeps its numbers.
 
-    `uses` maps a dim name to (input name, tensor, axis) triples. Sizes known
-    statically are compared now; where one is unknown while tracing (None in an input
-    signature), the sizes are compared when the graph runs (a size 1 would otherwise
-    broadcast silently and give a gradient of the wrong shape).
+    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
+    int32), truncates fractions for integer dtypes, drops imaginary parts for real
+    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
+    1e5 in float16); those are refused. Floats are still rounded to the nearest number
+    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
+    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
+    left to tf.convert_to_tensor.
 
     Raises:
-        ValueError: two inputs give the same named dim different static sizes.
-        tf.errors.InvalidArgumentError: (when the graph runs) different run-time sizes.
+        ValueError: a number of `value` would change on conversion to `dtype`.
     """
+    import numpy as np  # TensorFlow's own dependency; only host values need it
+
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError, NotImplementedError):
+        return
+    if host.dtype.kind not in "biufc":
+        return  # not numbers: tf.convert_to_tensor refuses them
+    real = host
+    changed = np.zeros(host.shape, bool)
+    if host.dtype.kind == "c" and not dtype.is_complex:
+        real, changed = host.real, host.imag != 0
+    # the overflowing and invalid casts are what is looked for: no warnings
+    with np.errstate(all="ignore"):
+        converted = real.astype(dtype.as_numpy_dtype)
+        if dtype.is_integer:
+            changed |= converted != real
+        else:
+            changed |= np.isfinite(real) & ~np.isfinite(converted)
+    if np.any(changed):
+        index = np.argmax(changed.reshape(-1))
+        raise ValueError(
+            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
+            f"cannot represent (it would become {converted.reshape(-1)[index]})"
+        )
+
+
+def _check_named_dims(op, inputs, uses):
+    """Check that each named dim has one size wherever it is declared.
+
+    `inputs` maps input names to the tensors `_check_input` returned (their rank is
+    known); `uses` maps a dim name to the (input name, axis) places that declare it, an
+    input's several axes among them (`[batch, n, n]`). Sizes known statically are
+    compared now. A size unknown while tracing (None in an input signature) is compared
+    when the graph runs with the dim's static size, or else with its first place's size:
+    a size 1 would otherwise broadcast silently and give a gradient of the wrong shape.
+
+    Returns the tensors of `inputs`, in its order. Each one compared when the graph runs
+    is reshaped to its compared size under the comparison's control dependency, so that
+    no graph (a TF1 graph run in a Session included) computes the op without it, and so
+    that XLA (jit_compile), which compiles assertions to nothing, refuses the sizes too:
+    compiling a reshape to another size fails (unless the input is empty).
+
+    Raises:
+        ValueError: statically known sizes of a named dim differ.
+        tf.errors.InvalidArgumentError: (when the graph runs) a size unknown while
+            tracing differs; under XLA, compiling the op fails instead ("Input to
+            reshape is a tensor with ... values, but the requested shape has ...", at
+            the node `<op>_dim_<dim>`).
+    """
+    checked = dict(inputs)
     for dim, places in uses.items():
-        sizes = {}
-        for name, value, axis in places:
-            size = value.shape[axis] if value.shape.rank is not None else None
-            if size is not None:
-                sizes[name] = size
-        if len(set(sizes.values())) > 1:
-            found = ", ".join(f"{name}: {size}" for name, size in sizes.items())
+        known = [(name, axis, inputs[name].shape[axis]) for name, axis in places]
+        known = [(name, axis, size) for name, axis, size in known if size is not None]
+        if len({size for _, _, size in known}) > 1:
+            found = ", ".join(f"{n}: {size} (axis {a})" for n, a, size in known)
             raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
-        if len(sizes) < len(places):
-            first, first_value, first_axis = places[0]
-            for name, value, axis in places[1:]:
-                tf.debugging.assert_equal(
-                    tf.shape(first_value)[first_axis],
-                    tf.shape(value)[axis],
-                    message=f"{op}: dim {dim!r} must have one size in {first!r} and {name!r}",
-                )
+        if len(known) == len(places):
+            continue
+        if known:
+            first, first_axis, want = known[0]
+        else:
+            first, first_axis = places[0]
+            want = tf.shape(checked[first])[first_axis]
+        for name, axis in places:
+            value = checked[name]
+            if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
+                continue
+            check = tf.debugging.assert_equal(
+                want,
+                tf.shape(value)[axis],
+                message=f"{op}: dim {dim!r} must have one size in {first!r} (axis "
+                f"{first_axis}) and {name!r} (axis {axis})",
+            )
+            with tf.control_dependencies([check]):
+                shape, dynamic = value.shape.as_list(), tf.shape(value)
+                sizes = [dynamic[i] if n is None else n for i, n in enumerate(shape)]
+                sizes[axis] = want
+                # XLA's error names this node: the op and the dim
+                checked[name] = tf.reshape(value, sizes, name=f"{op}_dim_{dim}")
+    return [checked[name] for name in inputs]
 
 
 def _lse_parts(x, axis):
@@ -249,7 +321,10 @@ def softmax_cross_entropy(labels, logits):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     labels = _check_input(
         "softmax_cross_entropy", "labels", labels, tf.float32, ["batch", "classes"]
@@ -257,11 +332,12 @@ def softmax_cross_entropy(labels, logits):
     logits = _check_input(
         "softmax_cross_entropy", "logits", logits, tf.float32, ["batch", "classes"]
     )
-    _check_named_dims(
+    labels, logits = _check_named_dims(
         "softmax_cross_entropy",
+        {"labels": labels, "logits": logits},
         {
-            "batch": [("labels", labels, 0), ("logits", logits, 0)],
-            "classes": [("labels", labels, 1), ("logits", logits, 1)],
+            "batch": [("labels", 0), ("logits", 0)],
+            "classes": [("labels", 1), ("logits", 1)],
         },
     )
     return _softmax_cross_entropy_vjp(labels, logits)
@@ -324,7 +400,10 @@ def logsumexp_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("logsumexp_naive", "x", x, tf.float32, ["batch", "classes"])
     return _logsumexp_naive_vjp(x)
@@ -377,7 +456,10 @@ def softmax_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("softmax_naive", "x", x, tf.float32, ["batch", "classes"])
     return _softmax_naive_vjp(x)
@@ -426,7 +508,10 @@ def log_softmax_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_softmax_naive", "x", x, tf.float32, ["batch", "classes"])
     return _log_softmax_naive_vjp(x)
@@ -475,7 +560,10 @@ def log_of_softmax(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_of_softmax", "x", x, tf.float32, ["batch", "classes"])
     return _log_of_softmax_vjp(x)
@@ -526,7 +614,10 @@ def softmax_from_log(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("softmax_from_log", "x", x, tf.float32, ["batch", "classes"])
     return _softmax_from_log_vjp(x)
@@ -574,7 +665,10 @@ def log_mean_exp(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_mean_exp", "x", x, tf.float32, [3, "batch"])
     return _log_mean_exp_vjp(x)
@@ -619,7 +713,10 @@ def logsumexp_stable(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("logsumexp_stable", "x", x, tf.float32, ["batch", "classes"])
     return _logsumexp_stable_vjp(x)
@@ -665,7 +762,10 @@ def softmax_stable(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("softmax_stable", "x", x, tf.float32, ["batch", "classes"])
     return _softmax_stable_vjp(x)
@@ -709,7 +809,10 @@ def log_softmax_stable(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_softmax_stable", "x", x, tf.float32, ["batch", "classes"])
     return _log_softmax_stable_vjp(x)
@@ -756,7 +859,10 @@ def max_margin(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("max_margin", "x", x, tf.float32, ["batch", "classes"])
     return _max_margin_vjp(x)

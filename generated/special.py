@@ -33,11 +33,15 @@ def _check_input(op, name, value, dtype, declared):
 
     `declared` lists the declared dims: an int must match, a name or None matches any
     size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`).
+    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
+    (see `_check_representable`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: its static rank or a known dim differs from `declared`.
+        ValueError: `value` is not a tensor and holds a number that conversion to
+            `dtype` would change; or its static rank or a known dim differs from
+            `declared`.
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
@@ -45,6 +49,8 @@ def _check_input(op, name, value, dtype, declared):
         raise TypeError(
             f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
         )
+    if not tf.is_tensor(value):
+        _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
     if shape.rank is not None and (
@@ -64,6 +70,47 @@ def _check_input(op, name, value, dtype, declared):
             value, [d if isinstance(d, int) else None for d in declared]
         )
     return value
+
+
+def _check_representable(op, name, value, dtype):
+    """Check that converting the host value `value` to `dtype` keeps its numbers.
+
+    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
+    int32), truncates fractions for integer dtypes, drops imaginary parts for real
+    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
+    1e5 in float16); those are refused. Floats are still rounded to the nearest number
+    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
+    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
+    left to tf.convert_to_tensor.
+
+    Raises:
+        ValueError: a number of `value` would change on conversion to `dtype`.
+    """
+    import numpy as np  # TensorFlow's own dependency; only host values need it
+
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError, NotImplementedError):
+        return
+    if host.dtype.kind not in "biufc":
+        return  # not numbers: tf.convert_to_tensor refuses them
+    real = host
+    changed = np.zeros(host.shape, bool)
+    if host.dtype.kind == "c" and not dtype.is_complex:
+        real, changed = host.real, host.imag != 0
+    # the overflowing and invalid casts are what is looked for: no warnings
+    with np.errstate(all="ignore"):
+        converted = real.astype(dtype.as_numpy_dtype)
+        if dtype.is_integer:
+            changed |= converted != real
+        else:
+            changed |= np.isfinite(real) & ~np.isfinite(converted)
+    if np.any(changed):
+        index = np.argmax(changed.reshape(-1))
+        raise ValueError(
+            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
+            f"cannot represent (it would become {converted.reshape(-1)[index]})"
+        )
 
 
 # Where _erfcx switches to its asymptotic series: from x = 10 the series' first omitted
@@ -268,7 +315,10 @@ def one_minus_erf(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("one_minus_erf", "u", u, tf.float32, [None])
     return _one_minus_erf_vjp(u)
@@ -315,7 +365,10 @@ def erf_minus_one(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("erf_minus_one", "u", u, tf.float32, [None])
     return _erf_minus_one_vjp(u)
@@ -362,7 +415,10 @@ def one_minus_erfc(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("one_minus_erfc", "u", u, tf.float32, [None])
     return _one_minus_erfc_vjp(u)
@@ -409,7 +465,10 @@ def erfc_neg_minus_one(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("erfc_neg_minus_one", "u", u, tf.float32, [None])
     return _erfc_neg_minus_one_vjp(u)
@@ -456,7 +515,10 @@ def erfc_neg(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("erfc_neg", "u", u, tf.float32, [None])
     return _erfc_neg_vjp(u)
@@ -503,7 +565,10 @@ def log_erfc(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("log_erfc", "u", u, tf.float32, [None])
     return _log_erfc_vjp(u)
@@ -552,7 +617,10 @@ def log_one_minus_erf(u):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     u = _check_input("log_one_minus_erf", "u", u, tf.float32, [None])
     return _log_one_minus_erf_vjp(u)
@@ -603,7 +671,10 @@ def hypot2(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("hypot2", "x", x, tf.float32, [None])
     y = _check_input("hypot2", "y", y, tf.float32, [None])
@@ -663,7 +734,10 @@ def hypot3(x, y, z):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("hypot3", "x", x, tf.float32, [None])
     y = _check_input("hypot3", "y", y, tf.float32, [None])
@@ -726,7 +800,10 @@ def data_power(x, p):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("data_power", "x", x, tf.float32, [None])
     p = _check_input("data_power", "p", p, tf.float32, [None])
@@ -784,7 +861,10 @@ def exp_log_power(x, p):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("exp_log_power", "x", x, tf.float32, [None])
     p = _check_input("exp_log_power", "p", p, tf.float32, [None])
@@ -838,7 +918,10 @@ def sinc_filled(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sinc_filled", "x", x, tf.float32, [None])
     return _sinc_filled_vjp(x)
@@ -898,7 +981,10 @@ def sinc_where(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sinc_where", "x", x, tf.float32, [None])
     return _sinc_where_vjp(x)
@@ -958,7 +1044,10 @@ def expm1_ratio_filled(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("expm1_ratio_filled", "x", x, tf.float32, [None])
     return _expm1_ratio_filled_vjp(x)
@@ -1044,7 +1133,10 @@ def sinc_far_branch(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sinc_far_branch", "x", x, tf.float32, [None])
     return _sinc_far_branch_vjp(x)
@@ -1114,7 +1206,10 @@ def det3(A):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     A = _check_input("det3", "A", A, tf.float32, [3, 3])
     return _det3_vjp(A)
@@ -1156,7 +1251,10 @@ def det_batch(A):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     A = _check_input("det_batch", "A", A, tf.float32, [None, 3, 3])
     return _det_batch_vjp(A)
@@ -1198,7 +1296,10 @@ def det_any(A):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     A = _check_input("det_any", "A", A, tf.float32, [None, None, None])
     return _det_any_vjp(A)

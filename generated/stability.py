@@ -53,11 +53,15 @@ def _check_input(op, name, value, dtype, declared):
 
     `declared` lists the declared dims: an int must match, a name or None matches any
     size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`).
+    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
+    (see `_check_representable`).
 
     Raises:
         TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: its static rank or a known dim differs from `declared`.
+        ValueError: `value` is not a tensor and holds a number that conversion to
+            `dtype` would change; or its static rank or a known dim differs from
+            `declared`.
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
@@ -65,6 +69,8 @@ def _check_input(op, name, value, dtype, declared):
         raise TypeError(
             f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
         )
+    if not tf.is_tensor(value):
+        _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
     if shape.rank is not None and (
@@ -84,6 +90,47 @@ def _check_input(op, name, value, dtype, declared):
             value, [d if isinstance(d, int) else None for d in declared]
         )
     return value
+
+
+def _check_representable(op, name, value, dtype):
+    """Check that converting the host value `value` to `dtype` keeps its numbers.
+
+    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
+    int32), truncates fractions for integer dtypes, drops imaginary parts for real
+    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
+    1e5 in float16); those are refused. Floats are still rounded to the nearest number
+    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
+    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
+    left to tf.convert_to_tensor.
+
+    Raises:
+        ValueError: a number of `value` would change on conversion to `dtype`.
+    """
+    import numpy as np  # TensorFlow's own dependency; only host values need it
+
+    try:
+        host = np.asarray(value)
+    except (TypeError, ValueError, NotImplementedError):
+        return
+    if host.dtype.kind not in "biufc":
+        return  # not numbers: tf.convert_to_tensor refuses them
+    real = host
+    changed = np.zeros(host.shape, bool)
+    if host.dtype.kind == "c" and not dtype.is_complex:
+        real, changed = host.real, host.imag != 0
+    # the overflowing and invalid casts are what is looked for: no warnings
+    with np.errstate(all="ignore"):
+        converted = real.astype(dtype.as_numpy_dtype)
+        if dtype.is_integer:
+            changed |= converted != real
+        else:
+            changed |= np.isfinite(real) & ~np.isfinite(converted)
+    if np.any(changed):
+        index = np.argmax(changed.reshape(-1))
+        raise ValueError(
+            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
+            f"cannot represent (it would become {converted.reshape(-1)[index]})"
+        )
 
 
 def _logsumexp(*terms):
@@ -185,7 +232,10 @@ def softplus_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("softplus_naive", "x", x, tf.float32, [None])
     return _softplus_naive_vjp(x)
@@ -232,7 +282,10 @@ def sigmoid_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sigmoid_naive", "x", x, tf.float32, [None])
     return _sigmoid_naive_vjp(x)
@@ -280,7 +333,10 @@ def logistic_ratio(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("logistic_ratio", "x", x, tf.float32, [None])
     return _logistic_ratio_vjp(x)
@@ -327,7 +383,10 @@ def swish(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("swish", "x", x, tf.float32, [None])
     return _swish_vjp(x)
@@ -374,7 +433,10 @@ def log1p_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1p_naive", "x", x, tf.float32, [None])
     return _log1p_naive_vjp(x)
@@ -421,7 +483,10 @@ def expm1_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("expm1_naive", "x", x, tf.float32, [None])
     return _expm1_naive_vjp(x)
@@ -467,7 +532,10 @@ def entropy(p):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     p = _check_input("entropy", "p", p, tf.float32, [None])
     return _entropy_vjp(p)
@@ -515,7 +583,10 @@ def cross_entropy(p, q):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     p = _check_input("cross_entropy", "p", p, tf.float32, [None])
     q = _check_input("cross_entropy", "q", q, tf.float32, [None])
@@ -568,7 +639,10 @@ def log_sigmoid(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_sigmoid", "x", x, tf.float32, [None])
     return _log_sigmoid_vjp(x)
@@ -618,7 +692,10 @@ def log_one_minus_sigmoid(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_one_minus_sigmoid", "x", x, tf.float32, [None])
     return _log_one_minus_sigmoid_vjp(x)
@@ -666,7 +743,10 @@ def logaddexp(a, b):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     a = _check_input("logaddexp", "a", a, tf.float32, [None])
     b = _check_input("logaddexp", "b", b, tf.float32, [None])
@@ -723,7 +803,10 @@ def softmax2(a, b):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     a = _check_input("softmax2", "a", a, tf.float32, [None])
     b = _check_input("softmax2", "b", b, tf.float32, [None])
@@ -782,7 +865,10 @@ def log_softmax2(a, b):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     a = _check_input("log_softmax2", "a", a, tf.float32, [None])
     b = _check_input("log_softmax2", "b", b, tf.float32, [None])
@@ -841,7 +927,10 @@ def power(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("power", "x", x, tf.float32, [None])
     y = _check_input("power", "y", y, tf.float32, [None])
@@ -897,7 +986,10 @@ def norm(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("norm", "x", x, tf.float32, [None])
     y = _check_input("norm", "y", y, tf.float32, [None])
@@ -953,7 +1045,10 @@ def angle(x, y):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("angle", "x", x, tf.float32, [None])
     y = _check_input("angle", "y", y, tf.float32, [None])
@@ -1008,7 +1103,10 @@ def sinc(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sinc", "x", x, tf.float32, [None])
     return _sinc_vjp(x)
@@ -1068,7 +1166,10 @@ def expm1_ratio(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("expm1_ratio", "x", x, tf.float32, [None])
     return _expm1_ratio_vjp(x)
@@ -1152,7 +1253,10 @@ def sqrt_relu(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("sqrt_relu", "x", x, tf.float32, [None])
     return _sqrt_relu_vjp(x)
@@ -1202,7 +1306,10 @@ def elu(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("elu", "x", x, tf.float32, [None])
     return _elu_vjp(x)
@@ -1253,7 +1360,10 @@ def log_cosh(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_cosh", "x", x, tf.float32, [None])
     return _log_cosh_vjp(x)
@@ -1296,7 +1406,10 @@ def inverse_power(r):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     r = _check_input("inverse_power", "r", r, tf.float32, [None])
     return _inverse_power_vjp(r)
@@ -1346,7 +1459,10 @@ def log1mexp_naive(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1mexp_naive", "x", x, tf.float32, [None])
     return _log1mexp_naive_vjp(x)
@@ -1396,7 +1512,10 @@ def log1mexp_expm1(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1mexp_expm1", "x", x, tf.float32, [None])
     return _log1mexp_expm1_vjp(x)
@@ -1446,7 +1565,10 @@ def log1mexp_log1p(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1mexp_log1p", "x", x, tf.float32, [None])
     return _log1mexp_log1p_vjp(x)
@@ -1498,7 +1620,10 @@ def log1mexp_negated(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1mexp_negated", "x", x, tf.float32, [None])
     return _log1mexp_negated_vjp(x)
@@ -1551,7 +1676,10 @@ def logdiffexp(a, b):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     a = _check_input("logdiffexp", "a", a, tf.float32, [None])
     b = _check_input("logdiffexp", "b", b, tf.float32, [None])
@@ -1613,7 +1741,10 @@ def log_expm1(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_expm1", "x", x, tf.float32, [None])
     return _log_expm1_vjp(x)
@@ -1667,7 +1798,10 @@ def softplus_log1p(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("softplus_log1p", "x", x, tf.float32, [None])
     return _softplus_log1p_vjp(x)
@@ -1710,7 +1844,10 @@ def log1p_expm1(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1p_expm1", "x", x, tf.float32, [None])
     return _log1p_expm1_vjp(x)
@@ -1755,7 +1892,10 @@ def exp_log1p(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("exp_log1p", "x", x, tf.float32, [None])
     return _exp_log1p_vjp(x)
@@ -1806,7 +1946,10 @@ def expm1_log1p(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("expm1_log1p", "x", x, tf.float32, [None])
     return _expm1_log1p_vjp(x)
@@ -1859,7 +2002,10 @@ def exp_product(a, b):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     a = _check_input("exp_product", "a", a, tf.float32, [None])
     b = _check_input("exp_product", "b", b, tf.float32, [None])
@@ -1911,7 +2057,10 @@ def log1m_sigmoid(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log1m_sigmoid", "x", x, tf.float32, [None])
     return _log1m_sigmoid_vjp(x)
@@ -1958,7 +2107,10 @@ def log_recip_sigmoid(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_recip_sigmoid", "x", x, tf.float32, [None])
     return _log_recip_sigmoid_vjp(x)
@@ -2006,7 +2158,10 @@ def odds(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("odds", "x", x, tf.float32, [None])
     return _odds_vjp(x)
@@ -2051,7 +2206,10 @@ def log_odds(x):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     x = _check_input("log_odds", "x", x, tf.float32, [None])
     return _log_odds_vjp(x)
@@ -2097,7 +2255,10 @@ def sigmoid_logit(p):
 
     Raises:
         TypeError: an argument is a tensor or variable of another dtype.
-        ValueError: an argument's static shape does not match its declaration.
+        ValueError: an argument's static shape does not match its declaration, or a
+            number in it would change on conversion to its dtype.
+        tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while
+            tracing does not match.
     """
     p = _check_input("sigmoid_logit", "p", p, tf.float32, [None])
     return _sigmoid_logit_vjp(p)

@@ -74,7 +74,10 @@ def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
         "",
         "Raises:",
         "    TypeError: an argument is a tensor or variable of another dtype.",
-        "    ValueError: an argument's static shape does not match its declaration.",
+        "    ValueError: an argument's static shape does not match its declaration, or "
+        "a number in it would change on conversion to its dtype.",
+        "    tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while "
+        "tracing does not match.",
     ]
     wrapped = []
     for line in lines:  # formulas: continuation lines indented four more
@@ -114,11 +117,19 @@ def op_views(op: ir.OpIR) -> OpViews:
         for i in op.inputs
     ]
     if op.named_dims:
+        # every (input, axis) place of each dim, an input's repeated axes included; the
+        # call returns the inputs it checked (the run-time comparisons gate them)
+        declaring = {n for _, places in op.named_dims for n, _ in places}
+        named = [i.name for i in op.inputs if i.name in declaring]
+        inputs = ", ".join(f"{n!r}: {n}" for n in named)
         uses = ", ".join(
-            f"{dim!r}: [" + ", ".join(f"({n!r}, {n}, {axis})" for n, axis in places) + "]"
+            f"{dim!r}: [" + ", ".join(f"({n!r}, {axis})" for n, axis in places) + "]"
             for dim, places in op.named_dims
         )
-        checks.append(f"_check_named_dims({op.name!r}, {{{uses}}})")
+        targets = ", ".join(named) + ("," if len(named) == 1 else "")
+        checks.append(
+            f"{targets} = _check_named_dims({op.name!r}, {{{inputs}}}, {{{uses}}})"
+        )
     params = ", ".join(i.name for i in op.inputs)
     grads = [i.grad if i.grad else "None" for i in op.inputs]
     outputs = [o.name for o in op.outputs]

@@ -213,7 +213,7 @@ def test_named_dims_that_disagree_at_run_time_are_refused(tf, checks):
         grad = tape.gradient(out, A)
     except tf.errors.InvalidArgumentError as e:
         message = str(e).replace("\\'", "'")  # TF escapes the quotes of the message
-        assert "named: dim 'batch' must have one size in 'A' and 'B'" in message
+        assert "named: dim 'batch' must have one size in 'A' (axis 0) and 'B' (axis 0)" in message
         assert "[1]" in message and "[5]" in message
         return
     pytest.fail(f"no error; output {out.shape}, gradient of A {grad.shape} for A {A.shape}")
