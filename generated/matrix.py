@@ -132,11 +132,10 @@ def _check_named_dims(op, inputs, uses):
             raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
         if len(known) == len(places):
             continue
-        if known:
-            first, first_axis, want = known[0]
-        else:
-            first, first_axis = places[0]
-            want = tf.shape(checked[first])[first_axis]
+        first, first_axis = known[0][:2] if known else places[0]
+        # a tensor, also where the size is static: assert_equal of a Python int and a
+        # run-time size was pruned from the graph (a [1, 4] W passed for [3, n])
+        want = tf.shape(checked[first])[first_axis]
         for name, axis in places:
             value = checked[name]
             if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
