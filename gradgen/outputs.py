@@ -211,6 +211,14 @@ def apply(
     apply_all([Output(out_dir, statuses, files, prune)])
 
 
+def _non_folder_ancestor(folder: Path) -> Path | None:
+    """The nearest existing ancestor of a missing ``folder`` when it is not a folder."""
+    for parent in folder.absolute().parents:
+        if os.path.lexists(parent):
+            return None if parent.is_dir() else parent
+    return None
+
+
 def apply_all(outputs: list[Output]) -> None:
     """Bring every folder of a build up to date, in one step.
 
@@ -230,6 +238,10 @@ def apply_all(outputs: list[Output]) -> None:
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"output folder {printable(output.folder)} exists and is not a "
                              "folder")
+        blocker = _non_folder_ancestor(folder)
+        if blocker is not None:
+            raise UsageError(f"cannot create output folder {printable(output.folder)}: "
+                             f"{printable(str(blocker))} is not a folder")
         for status in output.statuses:
             if status.state not in ("changed", "missing"):
                 continue

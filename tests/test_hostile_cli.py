@@ -90,15 +90,11 @@ def test_folder_names_from_pyproject_are_literals(tmp_path):
 
 
 @pytest.mark.parametrize("option", ["-o", "--emit-tests"])
-@pytest.mark.parametrize("name", ["o\nimport os", "o\x1b[31m", "o\u202eyp.", "o\u2028x",
-                                  "o\x00"])
+@pytest.mark.parametrize("name", ["o\nimport os", "o\x1b[31m", "o\u202eyp.", "o\u2028x"])
 def test_folder_names_with_control_characters_are_refused(tmp_path, option, name):
     write(tmp_path, {"s.yaml": SPEC})
     result = attack(tmp_path, ["build", "s.yaml", option, name] + (
         ["-o", "out"] if option != "-o" else []))
-    if "\x00" in name:  # the OS cannot even pass it: click's own usage error
-        assert result.code != 0 and not (tmp_path / "out").exists()
-        return
     assert_outcome(result, 2, r"output folder '.*' contains control, format or "
                               r"line-break characters")
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
@@ -109,6 +105,15 @@ def test_pyproject_folder_with_a_newline_is_refused(tmp_path):
                      "[tool.gradgen]\nspecs = ['s.yaml']\nemit_tests = \"t\\nimport os\"\n"})
     assert_outcome(attack(tmp_path, ["build"]), 2,
                    r"pyproject\.toml: \[tool\.gradgen\] emit_tests '.*' contains control")
+
+
+@pytest.mark.parametrize("key", ["out", "emit_tests"])
+def test_pyproject_folder_with_a_null_byte_is_refused(tmp_path, key):
+    # A command line cannot carry a NUL (exec refuses it); TOML's \u0000 can.
+    write(tmp_path, {"s.yaml": SPEC, "pyproject.toml":
+                     f"[tool.gradgen]\nspecs = ['s.yaml']\n{key} = \"o\\u0000x\"\n"})
+    assert_outcome(attack(tmp_path, ["build"]), 2,
+                   rf"pyproject\.toml: \[tool\.gradgen\] {key} '.*' contains control")
 
 
 def test_spec_path_with_a_newline_is_refused(tmp_path):
