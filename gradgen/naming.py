@@ -7,7 +7,9 @@ dim names). Guarantees:
   keyword, not a builtin, not a name of the expression language (``exp``, ``pi``...),
   and not a name the generated module itself uses (``tf``, ``math``); names starting with
   ``_`` are reserved for gradgen, so user names can never collide with generated
-  temporaries;
+  temporaries. Op names, which never appear in expressions, are looser
+  (:func:`op_name_reason`): any identifier but keywords and what the module binds or
+  calls;
 * generated local names (temporaries, upstream cotangents, gradients) are unique within
   their function: :class:`NameScope` hands them out, suffixing ``_1``, ``_2``... when a
   preferred name is taken.
@@ -35,6 +37,16 @@ EXPRESSION_NAMES = frozenset(
 
 # Names that generated modules bind at module level or rely on.
 MODULE_NAMES = frozenset({"tf", "math", "functools"})
+
+# Builtins that generated modules call (in templates/helpers.py.j2 and op bodies); an op
+# of the same name, bound at module level, would shadow them. tests/test_naming.py
+# checks this list against every builtin the rendered examples load.
+MODULE_BUILTINS = frozenset(
+    """
+    abs all any bool dict enumerate float int isinstance len list max min range reversed
+    str sum tuple zip NotImplementedError TypeError ValueError
+    """.split()
+)
 
 
 def reserved_reason(name: str) -> str | None:
@@ -87,6 +99,28 @@ def module_reason(name: str) -> str | None:
         reason = ("the name of a module it would shadow (a standard-library module, a "
                   "common package, or a file Python or pytest imports at start-up)")
     return reason
+
+
+def op_name_reason(name: str) -> str | None:
+    """Why ``name`` cannot name an op, or None if it can.
+
+    An op's name never appears in an expression, so names of the expression language
+    (``softplus``, ``sigmoid``, ``exp``) are allowed; the generated module calls
+    TensorFlow through ``tf.`` only, which an op cannot shadow. Refused: what is not an
+    ASCII identifier or starts with ``_``, Python keywords, and names the generated
+    module binds (``tf``, ``math``) or calls (the builtins in :data:`MODULE_BUILTINS`).
+    """
+    if not IDENTIFIER_RE.match(name):
+        return reserved_reason(name)
+    if len(name) > MAX_NAME_LENGTH:
+        return f"longer than {MAX_NAME_LENGTH} characters"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "a Python keyword"
+    if name in MODULE_NAMES:
+        return "a name the generated module uses"
+    if name in MODULE_BUILTINS:
+        return "a Python builtin that the generated module calls"
+    return None
 
 
 class NameScope:

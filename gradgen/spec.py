@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from .errors import Diagnostic, Location, SpecError
-from .naming import IDENTIFIER_RE, module_reason, reserved_reason
+from .naming import IDENTIFIER_RE, module_reason, op_name_reason, reserved_reason
 
 MAX_SPEC_BYTES = 1 << 20
 MAX_EXPRESSION_CHARS = 4000
@@ -663,7 +663,7 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
     ops = []
     for i, op in enumerate(model.ops):
         base: Loc = ("ops", i)
-        reason = reserved_reason(op.name)
+        reason = op_name_reason(op.name)
         if reason:
             problems.append(diag(base + ("name",), f"op name '{op.name}' is not allowed: {reason}"))
         if op.name in seen_ops:

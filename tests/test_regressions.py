@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -333,3 +334,62 @@ def test_removable_singularities_in_two_inputs_of_one_product(tf, build):
     np.testing.assert_allclose(out, sinc(xv) * sinc(yv), rtol=1e-14)
     np.testing.assert_allclose(gx, dsinc(xv) * sinc(yv), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(gy, sinc(xv) * dsinc(yv), rtol=1e-12, atol=1e-15)
+
+
+def test_ops_named_after_what_they_compute(tf, build):
+    # Op names never appear in expressions: `softplus`, `sigmoid`, `exp`, `where` and
+    # `det` are op names here while the expressions call the functions of those names.
+    module = build(spec(
+        "  - name: softplus\n    inputs: {x: [null]}\n    output: log(1 + exp(x))\n"
+        "  - name: sigmoid\n    inputs: {x: [null]}\n    output: 1 / (1 + exp(-x))\n"
+        "  - name: exp\n    inputs: {x: [3]}\n    output: exp(x) * softplus(x)\n"
+        "  - name: where\n    inputs: {x: [3]}\n    output: where(x > 0, x, sigmoid(x))\n"
+        "  - name: det\n    inputs: {a: [2, 2]}\n    output: log(det(a @ transpose(a)))\n"
+    ).replace("module: m", "module: named_ops"))
+    x = tf.constant([-100.0, 0.5, 100.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        values = [module.softplus(x), module.sigmoid(x), module.exp(x), module.where(x)]
+    sig = 1 / (1 + np.exp(-x.numpy().astype(np.float64)))
+    np.testing.assert_allclose(tape.gradient(values[0], x), sig, rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(tape.gradient(values[1], x), sig * (1 - sig), rtol=1e-5,
+                               atol=1e-30)
+    np.testing.assert_allclose(tape.gradient(values[3], x), [sig[0] * (1 - sig[0]), 1, 1],
+                               rtol=1e-5, atol=1e-30)
+    a = tf.constant([[2.0, 1.0], [0.0, 3.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        y = module.det(a)
+    np.testing.assert_allclose(tape.gradient(y, a), 2 * np.linalg.inv(a.numpy()).T,
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("tf", "a name the generated module uses"), ("math", "a name the generated module uses"),
+    ("lambda", "a Python keyword"), ("match", "a Python keyword"),
+    ("sum", "a Python builtin that the generated module calls"),
+    ("len", "a Python builtin that the generated module calls")])
+def test_op_names_the_module_needs_are_refused(tmp_path, name, reason):
+    result = run_cli(tmp_path, spec(f"  - name: {name}\n    inputs: {{x: [3]}}\n    output: x\n"))
+    assert result.exit_code == 2
+    assert f"op name '{name}' is not allowed: {reason}" in result.stderr
+
+
+def test_module_builtins_cover_every_builtin_generated_code_calls():
+    # An op may take any builtin's name but those in MODULE_BUILTINS; a generated module
+    # that called another builtin could be broken by an op of that name.
+    import ast
+    import builtins
+
+    from gradgen.naming import MODULE_BUILTINS
+
+    root = Path(__file__).resolve().parent.parent
+    used = set()
+    for path in sorted(root.glob("generated/*.py")) + sorted(
+            root.glob("tests/generated/*.py")):
+        if path.name.startswith("test_"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name) and hasattr(builtins, node.id):
+                used.add(node.id)
+    assert used - {"None", "True", "False"} <= MODULE_BUILTINS, used - MODULE_BUILTINS
