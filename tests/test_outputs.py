@@ -226,13 +226,15 @@ def test_apply_refuses_a_file_as_the_folder(tmp_path):
     assert str(info.value) == f"output folder {tmp_path / 'out'} exists and is not a folder"
 
 
-def test_apply_reports_a_folder_it_cannot_create(tmp_path):
-    """An environment error (exit status 4), not a usage error."""
+def test_apply_refuses_a_folder_under_a_file_before_writing(tmp_path):
+    """A path mistake of the user's (exit status 2), found before anything is written;
+    the disk refusing a folder is an OutputError (exit status 4: test_hostile_cli)."""
     (tmp_path / "file").write_text("")
     target = str(tmp_path / "file" / "out")
-    with pytest.raises(OutputError) as info:
+    with pytest.raises(UsageError) as info:
         apply([], {}, target)
-    assert str(info.value) == f"cannot create output folder {target}: Not a directory"
+    assert str(info.value) == (f"cannot create output folder {target}: "
+                               f"{tmp_path / 'file'} is not a folder")
 
 
 def test_prune_never_deletes_a_file_without_the_header(tmp_path):
