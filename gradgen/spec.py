@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import re
 import typing
 from dataclasses import dataclass, field
@@ -210,6 +211,35 @@ class ExprAnchor:
         return self.line, self.col
 
 
+def content_sha256(data: Any) -> str:
+    """The sha256 of a spec's content: its YAML data, not its bytes.
+
+    Comments, quoting, indentation, flow or block style and anchors do not change it;
+    any change of a key or value (an expression's text, a shape, the order of ops,
+    inputs or ``where`` names) does. The data is written as compact JSON with the
+    mappings as lists of ``[key, value]`` pairs in their order in the file (YAML values
+    JSON has no form for, such as dates, as their ``str``). Called on validated specs
+    only, so the data is a tree of bounded size.
+
+    Args:
+        data: the spec as loaded from YAML (mappings, lists, scalars).
+
+    Returns:
+        64 lowercase hex digits.
+    """
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return [[plain(k), plain(v)] for k, v in value.items()]
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        return str(value)
+
+    text = json.dumps(plain(data), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True)
 class SpecDocument:
     """A validated spec with the positions of its values.
@@ -218,7 +248,7 @@ class SpecDocument:
         path: the spec path as given (used in messages and, made relative to the output
             folder, in generated headers).
         source: the spec's text.
-        sha256: hex digest of the spec's bytes.
+        sha256: hex digest of the spec's content (:func:`content_sha256`).
         model: the validated spec.
     """
 
@@ -628,7 +658,7 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
     return SpecDocument(
         path=path,
         source=source,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=content_sha256(raw),
         model=model,
         _positions=reader.positions,
         _key_positions=reader.key_positions,

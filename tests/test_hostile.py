@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -147,9 +148,10 @@ def _project(tmp_path):
     # four small specs (25 ops, four outputs): enough to interrupt mid-way
     specs = [f"examples/{name}.yaml" for name in ("kinks", "matrix", "memory", "seeds")]
     assert CliRunner().invoke(main, ["build", *specs, "-o", "out"]).exit_code == 0
-    for spec in specs:  # every output would change (the header has the spec's sha256)
+    for spec in specs:  # every output would change (a new docstring and the header's hash)
         path = tmp_path / spec
-        path.write_text(path.read_text() + "# changed\n")
+        path.write_text(re.sub(r"^doc: (>-\n  )?", r"doc: \1Changed. ", path.read_text(),
+                               count=1, flags=re.M))
     return specs, {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
 
 
