@@ -235,6 +235,14 @@ _OPERATORS = {
     ast.BitOr: "|",
     ast.BitXor: "^",
 }
+# What a user who writes these operators most likely means.
+_OPERATOR_HINTS = {
+    "&": "; use 'and' to combine conditions",
+    "|": "; use 'or' to combine conditions",
+    "^": "; use '**' for a power",
+    "%": "; the expression language has no remainder",
+    "//": "; use floor(a / b)",
+}
 _COMPARE = {
     ast.Lt: sympy.StrictLessThan,
     ast.LtE: sympy.LessThan,
@@ -452,6 +460,7 @@ class _Parser:
         self.key: Loc = ()
         self.name_hint = ""
         self._root: ast.AST | None = None
+        self._lines: list[str] = []
 
     # ----------------------------------------------------------------- entry point
 
@@ -490,6 +499,7 @@ class _Parser:
                     None, f"expressions are ASCII; found {ch!r} at character {i + 1}"
                 )
         text = text.strip()
+        self._lines = text.split("\n")
         # A multi-line expression (a YAML block scalar): parse it as if it were in
         # parentheses, which keeps every line's columns; only line numbers shift, by one.
         wrapped = "\n" in text and _balanced(text)
@@ -507,6 +517,8 @@ class _Parser:
             for node in ast.walk(tree):
                 if hasattr(node, "lineno"):
                     node.lineno -= 1
+                if getattr(node, "end_lineno", None) is not None:
+                    node.end_lineno -= 1
         count, stack = 0, [(tree.body, 1)]
         while stack:
             node, depth = stack.pop()
@@ -517,6 +529,20 @@ class _Parser:
                 raise _ExprError(None, f"expression has more than {MAX_AST_NODES} parts")
             stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
         return tree
+
+    def _operator(self, node: ast.BinOp, symbol: str) -> ast.AST:
+        """A node placed at ``node``'s operator token (the first ``symbol`` after its left
+        operand, past closing parentheses and line breaks), for error positions; ``node``
+        itself where the text does not show it."""
+        line, col = node.left.end_lineno, node.left.end_col_offset
+        while line is not None and col is not None and line <= len(self._lines):
+            found = self._lines[line - 1].find(symbol, col)
+            if found >= 0:
+                place = ast.Constant(0)
+                place.lineno, place.col_offset = line, found
+                return place
+            line, col = line + 1, 0
+        return node
 
     # -------------------------------------------------------------------- visitors
 
@@ -600,12 +626,13 @@ class _Parser:
             return Term(-operand.expr, operand.shape, operand.leaves)
         if isinstance(node.op, ast.UAdd):
             return operand
-        raise _ExprError(node, "operator '~' is not allowed")
+        raise _ExprError(node, "operator '~' is not allowed; use 'not' for a condition")
 
     def visit_BinOp(self, node: ast.BinOp) -> Term:
         symbol = _OPERATORS[type(node.op)]  # every ast.operator type is listed
         if symbol not in ("+", "-", "*", "/", "**", "@"):
-            raise _ExprError(node, f"operator '{symbol}' is not allowed")
+            raise _ExprError(self._operator(node, symbol), f"operator '{symbol}' is not "
+                             "allowed" + _OPERATOR_HINTS.get(symbol, ""))
         left, right = self.visit(node.left), self.visit(node.right)
         self._need_value(node.left, left)
         self._need_value(node.right, right)

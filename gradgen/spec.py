@@ -193,6 +193,8 @@ class ExprAnchor:
         style: PyYAML scalar style: None (plain), "'", '"', '|' or '>'.
         indent: for block scalars, the column (0-based) where content lines start.
         single_line: the scalar's text has no line break.
+        source: the scalar as written in the file (indicators, quotes, line breaks).
+        value: the scalar's value (the expression text).
     """
 
     line: int
@@ -200,15 +202,55 @@ class ExprAnchor:
     style: Optional[str]
     indent: int
     single_line: bool
+    source: str = ""
+    value: str = ""
 
     def position(self, lineno: int, col_offset: int) -> tuple[int, int]:
-        """Map an AST position (1-based line, 0-based column in the text) to the file."""
+        """Map an AST position (1-based line, 0-based column in the text) to the file.
+
+        Literal blocks (``|``) and one-line scalars map directly. Folded (``>``) and
+        multi-line plain or quoted scalars lose their line breaks and indentation in
+        the value, so the value's non-space characters are matched, in order, with
+        the written ones (escapes in double quotes can shift this; the result is then
+        a nearby position, never an error). Falls back to the scalar's start.
+        """
         if self.style == "|":
             return self.line + lineno, self.indent + col_offset + 1
+        if lineno == 1:  # the parser strips the value; offsets count from its first token
+            col_offset += len(self.value) - len(self.value.lstrip())
         if self.single_line and lineno == 1 and self.style in (None, "'", '"'):
             quote = 0 if self.style is None else 1
             return self.line, self.col + quote + col_offset
-        return self.line, self.col
+        lines = self.value.split("\n")
+        if not self.source or lineno > len(lines):
+            return self.line, self.col
+        at = _written_index(self, sum(len(t) + 1 for t in lines[: lineno - 1]) + col_offset)
+        if at is None:
+            return self.line, self.col
+        before = self.source[:at]
+        if "\n" not in before:
+            return self.line, self.col + at
+        return self.line + before.count("\n"), at - before.rindex("\n")
+
+
+def _written_index(anchor: ExprAnchor, target: int) -> int | None:
+    """The index in ``anchor.source`` of the value's character at ``target`` (the next
+    non-space one where that is a space), or None when they cannot be matched."""
+    if anchor.style in ("|", ">"):
+        start = anchor.source.find("\n") + 1  # after the block indicator line
+    else:
+        start = 0 if anchor.style is None else 1  # after the opening quote
+    at = start
+    for i, ch in enumerate(anchor.value):
+        if ch.isspace():
+            continue
+        found = anchor.source.find(ch, at)
+        if found < 0:
+            return None
+        if i >= target:
+            return found
+        at = found + 1
+    return None
 
 
 def content_sha256(data: Any) -> str:
@@ -319,6 +361,7 @@ class _YamlReader:
 
     def __init__(self, path: str, source: str):
         self.path = path
+        self.source = source
         self.source_lines = source.splitlines()
         self.positions: dict[Loc, tuple[int, int]] = {}
         self.key_positions: dict[Loc, tuple[int, int]] = {}
@@ -385,6 +428,8 @@ class _YamlReader:
             style=node.style,
             indent=indent,
             single_line=node.start_mark.line == node.end_mark.line,
+            source=self.source[node.start_mark.index: node.end_mark.index],
+            value=node.value,
         )
 
 
