@@ -35,11 +35,13 @@ def _check_input(op, name, value, dtype, declared):
         tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
             tracing differs from `declared`.
     """
-    if isinstance(value, (tf.Tensor, tf.Variable)) and value.dtype != dtype:
-        raise TypeError(
-            f"{op}: input {name!r} must have dtype {dtype.name}, got {value.dtype.name}"
-        )
-    if not tf.is_tensor(value):
+    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
+        if _dtype_of(value) != dtype:
+            raise TypeError(
+                f"{op}: input {name!r} must have dtype {dtype.name}, got "
+                f"{_dtype_of(value).name}"
+            )
+    else:
         _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
@@ -101,6 +103,19 @@ def _check_representable(op, name, value, dtype):
             f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
             f"cannot represent (it would become {converted.reshape(-1)[index]})"
         )
+
+
+def _dtype_of(value):
+    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
+    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
+    scalar; None for Python numbers and lists."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    try:
+        return tf.as_dtype(dtype)
+    except TypeError:
+        return None
 
 
 def _unbroadcast(grad, like):

@@ -58,12 +58,16 @@ class Generated:
     text: str
     ranges: dict = field(default_factory=dict, compare=False)
     audits: dict = field(default_factory=dict, compare=False)
+    test_views: list = field(default_factory=list, compare=False)
 
 
 def _op_entry(
-    doc: SpecDocument, index: int, verify: bool, names: list, progress, audit: bool = True
+    doc: SpecDocument, index: int, verify: bool, names: list, progress, audit: bool = True,
+    dtypes: tuple | None = None,
 ) -> dict:
-    """Derive, print and verify one op; or take the result from the cache.
+    """Derive, print and verify one op; or take the result from the cache. ``dtypes``:
+    the op is one dtype (:func:`gradgen.spec.dtype_variant`) of an op generated for
+    these; its views then also hold the generic op's docstring and checks.
 
     Raises:
         SpecError: the op cannot be derived or printed.
@@ -71,7 +75,8 @@ def _op_entry(
     """
     op = doc.model.ops[index]
     k = cache.key("op", {"op": op.model_dump(mode="json"), "dtype": doc.model.dtype,
-                         "names": names, "verify": verify, "audit": audit})
+                         "names": names, "verify": verify, "audit": audit,
+                         "dtypes": list(dtypes) if dtypes else None})
     entry = _decoded(cache.get(k))
     if entry is not None:
         return entry
@@ -103,7 +108,7 @@ def _op_entry(
         audit_in_budget(op_ir, views) if audit
         else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
     )
-    views = with_audit_line(views, op_ir, docstring_line(result))
+    views = with_audit_line(views, op_ir, docstring_line(result), dtypes)
     entry = {"views": views.to_json(), "range": list(sampled) if sampled else None,
              "audit": result.to_json()}
     cache.put(k, entry)
@@ -214,23 +219,40 @@ def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
     names = sorted(op.name for op in doc.model.ops)
     from .stability.audit.report import strict_error
 
-    views, ranges, audits, problems = [], {}, {}, []
+    from .spec import dtype_variant
+    from .views import generic_test_views, generic_views
+
+    views, test_views, ranges, audits, problems = [], [], {}, {}, []
     for index, op in enumerate(doc.model.ops):
-        try:
-            entry = _op_entry(doc, index, verify, names, progress, audit)
-        except SpecError as e:
-            problems.extend(e.diagnostics)
+        dtypes = tuple(op.dtype) if isinstance(op.dtype, list) else None
+        variants = [(dtype_variant(doc, index, d), d) for d in dtypes] if dtypes else [
+            (doc, None)]
+        entries = []
+        for variant, dtype in variants:
+            try:
+                entry = _op_entry(variant, index, verify, names, progress, audit, dtypes)
+            except SpecError as e:
+                problems.extend(e.diagnostics)
+                continue
+            entries.append(entry)
+            key = f"{op.name}_{dtype}" if dtype else op.name
+            ranges[key], audits[key] = entry[1], entry[2]
+            error = strict_error(entry[2]) if strict_accuracy else None
+            if error is not None:
+                error.location = doc.location(("ops", index))
+                raise error
+        if len(entries) != len(variants):
             continue
-        views.append(entry[0])
-        ranges[op.name], audits[op.name] = entry[1], entry[2]
-        error = strict_error(audits[op.name]) if strict_accuracy else None
-        if error is not None:
-            error.location = doc.location(("ops", index))
-            raise error
+        if dtypes:
+            views.append(generic_views(dtypes, [e[0] for e in entries]))
+            test_views += generic_test_views(dtypes, [e[0] for e in entries])
+        else:
+            views.append(entries[0][0])
+            test_views.append(entries[0][0])
     if problems:
         raise SpecError(problems)
-    text = _format(render_module(meta, views), len(views), f"module {meta.name}")
-    return Generated(doc, meta, views, text, ranges, audits)
+    text = _format(render_module(meta, views), len(test_views), f"module {meta.name}")
+    return Generated(doc, meta, views, text, ranges, audits, test_views)
 
 
 @contextlib.contextmanager
@@ -336,8 +358,9 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
     for g in generated:
         module_path = _relative_path(os.path.join(out_dir, f"{g.meta.name}.py"), tests_dir,
                                      "output folder (links resolved)")
-        cases = [test_cases(v, g.ranges.get(v.test["name"])) for v in g.views]
-        source = render_tests(g.meta, module_path, g.views, cases)
+        cases = [test_cases(v, g.ranges.get(v.test.get("ref", v.test["name"])))
+                 for v in g.test_views]
+        source = render_tests(g.meta, module_path, g.test_views, cases)
         files[f"test_{g.meta.name}_gradients.py"] = _format(
-            source, len(g.views), f"the tests of {g.meta.name}")
+            source, len(g.test_views), f"the tests of {g.meta.name}")
     return dict(sorted(files.items()))

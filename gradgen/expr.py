@@ -375,7 +375,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
     base: Loc = ("ops", index)
     factory = sh.DimFactory()
     try:
-        dtype = _compute_dtype(op, doc.model.dtype)
+        dtype = _compute_dtype(op, op.dtype if isinstance(op.dtype, str) else "float32")
     except ValueError as e:
         raise SpecError(_diag(doc, op.name, base + ("inputs",), str(e))) from None
     is_complex = dtype in COMPLEX_DTYPES

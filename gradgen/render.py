@@ -189,8 +189,9 @@ class OpViews:
 def test_cases(views: OpViews, sample_range) -> list[str]:
     """The op's test cases as Python literals, sampling inputs from ``sample_range``."""
     low, high = sample_range or (0.5, 1.5)
+    ref = views.test.get("ref", views.test["name"])
     return [
-        literal((name, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
+        literal((name, ref, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
                  (low, high), solves))
         for name, dtypes, flags, shapes, solves in views.cases
     ]
@@ -209,8 +210,17 @@ def render_module(meta: ModuleMeta, ops: list) -> str:
         docstring=docstring_literal("\n".join(_prose(doc, LINE_LENGTH))),
         uses_math=any(v.uses_math for v in ops),
         helpers=sorted({h for v in ops for h in v.helpers}),
-        ops=[v.module for v in ops],
+        ops=[_op_view(v.module) for v in ops],
     )
+
+
+def _op_view(view: dict) -> dict:
+    """The op template's view: the public function's checks and the dispatch to its
+    ``tf.custom_gradient`` function (one per dtype for a generic op: ``variants``)."""
+    if "variants" in view:
+        return view
+    return dict(view, dispatch=[f"return {view['impl']}({view['params']})"],
+                impls=[dict(view, dtype_note="")])
 
 
 def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> str:
@@ -223,7 +233,8 @@ def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> 
         ops: the ops' views (:class:`gradgen.views.OpViews`).
         cases: per op, its test cases as Python literals.
     """
-    views = [dict(v.test, cases=c) for v, c in zip(ops, cases)]
+    views = [dict({"ref": v.test["name"], "ref_note": ""}, **v.test, cases=c)
+             for v, c in zip(ops, cases)]
     return _environment().get_template("test_module.py.j2").render(
         version=meta.version,
         spec_path=meta.spec_path,

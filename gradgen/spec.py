@@ -52,7 +52,32 @@ DType = Literal[
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int32", "int64"
 ]
 
+FloatDType = Literal["float16", "bfloat16", "float32", "float64"]
+# `dtype: floating` (or a list of float dtypes): an op generated for each, following its
+# inputs' dtype like a TensorFlow op. Python numbers take the default (float32).
+FLOATING = "floating"
+DTypeSet = Union[
+    DType, Literal["floating"], Annotated[list[FloatDType], Field(min_length=1, max_length=4)]
+]
+
 Loc = tuple[Union[str, int], ...]
+
+
+def dtype_set(value: Any) -> tuple[str, ...] | None:
+    """The float dtypes of a ``dtype`` field that names several (a list or ``floating``),
+    in the order of :data:`FLOAT_DTYPES`; None for one dtype (a string)."""
+    if value == FLOATING:
+        return FLOAT_DTYPES
+    if isinstance(value, (list, tuple)):
+        return tuple(d for d in FLOAT_DTYPES if d in value)
+    return None
+
+
+def default_dtype(dtypes: tuple[str, ...]) -> str:
+    """The dtype a generic op computes in when every argument is a Python number or
+    list: the first declared of float32, float64, float16, bfloat16 (TensorFlow's
+    default float, then the most precise)."""
+    return next(d for d in ("float32", "float64", "float16", "bfloat16") if d in dtypes)
 
 
 # --------------------------------------------------------------------------- models
@@ -160,6 +185,7 @@ class OpSpec(_Model):
     output: Optional[Expression] = None
     outputs: Optional[dict[Name, Expression]] = None
     memory: Literal["save", "recompute"] = "save"
+    dtype: Optional[DTypeSet] = None
 
     @model_validator(mode="after")
     def _one_output_form(self) -> "OpSpec":
@@ -175,7 +201,7 @@ class ModuleSpec(_Model):
 
     version: int
     module: Name
-    dtype: DType = "float32"
+    dtype: DTypeSet = "float32"
     doc: DocText = None
     ops: list[OpSpec] = Field(min_length=1, max_length=MAX_OPS)
 
@@ -776,8 +802,26 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
             )
 
         inputs = {}
+        op_dtype = op.dtype if op.dtype is not None else model.dtype
+        generic = dtype_set(op_dtype)
+        if generic and not any(s.dtype is None for s in op.inputs.values()):
+            generic = None  # no input follows the op's dtype: one dtype, the default
+        if generic:
+            for name, spec in op.inputs.items():
+                if spec.dtype is not None and spec.dtype not in INT_DTYPES:
+                    problems.append(diag(
+                        base + ("inputs", name, "dtype"),
+                        f"input '{name}' declares dtype {spec.dtype}, but the op is "
+                        f"generated for {', '.join(generic)} and its float inputs follow "
+                        "the dtype of the arguments; drop the input's dtype (integer "
+                        "dtypes may stay)",
+                    ))
+            single = default_dtype(generic)
+        else:
+            single = op_dtype if isinstance(op_dtype, str) else default_dtype(
+                dtype_set(op_dtype))
         for name, spec in op.inputs.items():
-            dtype = spec.dtype or model.dtype
+            dtype = spec.dtype or single
             is_int = dtype in INT_DTYPES
             if spec.differentiable and is_int:
                 problems.append(
@@ -791,8 +835,26 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
             inputs[name] = spec.model_copy(
                 update={"dtype": dtype, "differentiable": differentiable and not is_int}
             )
-        ops.append(op.model_copy(update={"inputs": inputs}))
+        ops.append(op.model_copy(update={"inputs": inputs,
+                                          "dtype": list(generic) if generic else single}))
     return model.model_copy(update={"ops": ops}), problems
+
+
+def dtype_variant(doc: "SpecDocument", index: int, dtype: str) -> "SpecDocument":
+    """``doc`` with op ``index``, generated for several dtypes, fixed to one: its float
+    inputs (those that follow the op's dtype) and the op's dtype become ``dtype``.
+    Every other stage (derivation, stable forms, guards, the audit) then sees an
+    ordinary one-dtype op."""
+    import dataclasses
+
+    op = doc.model.ops[index]
+    inputs = {
+        name: spec.model_copy(update={"dtype": dtype}) if spec.dtype in FLOAT_DTYPES else spec
+        for name, spec in op.inputs.items()
+    }
+    ops = list(doc.model.ops)
+    ops[index] = op.model_copy(update={"inputs": inputs, "dtype": dtype})
+    return dataclasses.replace(doc, model=doc.model.model_copy(update={"ops": ops}))
 
 
 # ------------------------------------------------------------------- JSON Schema
@@ -804,7 +866,10 @@ _DESCRIPTIONS = {
     "InputSpec": "An input in the long form; the short form is the shape list alone.",
     ("ModuleSpec", "version"): "Spec format version; must be 1.",
     ("ModuleSpec", "module"): "Python identifier; the output file is <out>/<module>.py.",
-    ("ModuleSpec", "dtype"): "Default dtype of every input.",
+    ("ModuleSpec", "dtype"): "Default dtype of every input; or several float dtypes (a "
+    "list, or floating: all four), each op then following its arguments' dtype.",
+    ("OpSpec", "dtype"): "The op's dtype, or several float dtypes (a list, or floating), "
+    "overriding the module's dtype.",
     ("ModuleSpec", "doc"): "Module docstring.",
     ("ModuleSpec", "ops"): "The ops, in order.",
     ("OpSpec", "name"): "Python identifier, unique in the module.",
@@ -854,7 +919,13 @@ def json_schema() -> dict:
     op["outputs"] = dict(mapping(expression), minProperties=1)
     defs["OpSpec"]["oneOf"] = [{"required": ["output"]}, {"required": ["outputs"]}]
     schema["properties"]["version"] = {"const": SPEC_VERSION}
-    schema["properties"]["dtype"] = {"enum": list(DTYPES), "default": "float32"}
+    dtype_set = {"anyOf": [
+        {"enum": list(DTYPES) + [FLOATING]},
+        {"type": "array", "items": {"enum": list(FLOAT_DTYPES)}, "minItems": 1,
+         "maxItems": 4},
+    ]}
+    schema["properties"]["dtype"] = dict(dtype_set, default="float32")
+    defs["OpSpec"]["properties"]["dtype"] = dict(dtype_set)
     schema["properties"]["doc"] = {"type": "string"}
     defs["OpSpec"]["properties"]["doc"] = {"type": "string"}
     defs["InputSpec"]["properties"]["dtype"] = {"enum": list(DTYPES)}

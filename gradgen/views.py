@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import ir
 from .printer import PrintError, TFPrinter, print_value, with_dependencies
+from .spec import default_dtype
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
 
 
@@ -37,10 +38,28 @@ def _statements(printer: TFPrinter, statements, op: ir.OpIR, where: str, indent:
     return lines
 
 
+# Stands for the accuracy audit's lines in a generic op's docstring text until every
+# dtype's audit is known (user text cannot hold a NUL: spec.DocText refuses it).
+AUDIT_MARK = "\x00audit\x00"
+
+
+def _dtypes_text(dtypes: tuple[str, ...]) -> str:
+    return ", ".join(dtypes[:-1]) + f" or {dtypes[-1]}" if len(dtypes) > 1 else dtypes[0]
+
+
 def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
+    return docstring_literal(_docstring_text(op, [audit_line] if audit_line else []))
+
+
+def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = None) -> str:
+    """The op's docstring text; ``dtypes``: the dtypes a generic op is generated for
+    (its text then says "float16, bfloat16, float32 or float64" where one op says its
+    dtype, and the forward's constants are those of ``op.dtype``)."""
     width = LINE_LENGTH - 4
     summary = _prose(op.doc, width) if op.doc and op.doc.strip() else [f"The `{op.name}` op."]
-    lines = [f"Forward ({op.dtype}):"]
+    dtype = _dtypes_text(dtypes) if dtypes else op.dtype
+    lines = [f"Forward ({dtype}: the dtype of the arguments):" if dtypes
+             else f"Forward ({op.dtype}):"]
     lines += [f"    {t}" for t in op.forward_text]
     partials = [p for p in op.partials if p.wrt in {i.name for i in op.inputs}]
     if partials:
@@ -54,7 +73,7 @@ def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
     if op.vjp_text:
         lines += ["", "Vector-Jacobian products of the matrix operations:"]
         lines += [f"    {t}" for t in op.vjp_text]
-    if audit_line:
+    for audit_line in audit_lines:
         lines += ["", audit_line]
     lines += ["", "Args:"]
     for inp in op.inputs:
@@ -62,36 +81,170 @@ def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
         if not inp.differentiable:
             note = " Not differentiated: its gradient is None."
         if inp.is_integer:
-            note += f" Cast to {op.dtype} where used."
-        lines.append(f"    {inp.name}: {inp.dtype} tensor of shape {inp.shape_text}.{note}")
+            note += (" Cast to the op's dtype where used." if dtypes
+                     else f" Cast to {op.dtype} where used.")
+        kind = dtype if dtypes and not inp.is_integer else inp.dtype
+        lines.append(f"    {inp.name}: {kind} tensor of shape {inp.shape_text}.{note}")
     lines += ["", "Returns:"]
     if op.single:
-        lines.append(f"    {op.dtype} tensor of shape {op.outputs[0].shape_text}.")
+        lines.append(f"    {dtype} tensor of shape {op.outputs[0].shape_text}.")
     else:
         lines.append("    A tuple of:")
-        lines += [f"    {o.name}: {op.dtype} tensor of shape {o.shape_text}." for o in op.outputs]
+        lines += [f"    {o.name}: {dtype} tensor of shape {o.shape_text}." for o in op.outputs]
+    type_error = ("    TypeError: tensor arguments of different dtypes, or of a dtype not "
+                  "listed above." if dtypes else
+                  "    TypeError: an argument is a tensor or variable of another dtype.")
     lines += [
         "",
         "Raises:",
-        "    TypeError: an argument is a tensor or variable of another dtype.",
+        type_error,
         "    ValueError: an argument's static shape does not match its declaration, or "
         "a number in it would change on conversion to its dtype.",
         "    tf.errors.InvalidArgumentError: (when the graph runs) a shape unknown while "
         "tracing does not match.",
     ]
+    return "\n".join(summary + [""] + _wrapped(lines, width))
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
     wrapped = []
     for line in lines:  # formulas: continuation lines indented four more
         body = line.lstrip(" ")
         lead = line[: len(line) - len(body)]
         wrapped += [lead + part for part in wrap(body, width - len(lead))] if body else [""]
-    return docstring_literal("\n".join(summary + [""] + wrapped))
+    return wrapped
 
 
-def with_audit_line(views: OpViews, op: ir.OpIR, line: str) -> OpViews:
+def with_audit_line(views: OpViews, op: ir.OpIR, line: str,
+                    dtypes: tuple | None = None) -> OpViews:
     """``views`` with the accuracy audit's sentence (see
-    :mod:`gradgen.stability.audit.report`) in the op's docstring, before ``Args:``."""
+    :mod:`gradgen.stability.audit.report`) in the op's docstring, before ``Args:``;
+    for one dtype of a generic op (``dtypes``: all of them), also the generic
+    docstring's text with :data:`AUDIT_MARK` where every dtype's sentence goes."""
     views.module = dict(views.module, docstring=_op_docstring(op, line))
+    if dtypes:
+        views.module["generic_doc"] = _docstring_text(op, [AUDIT_MARK], dtypes)
+        views.module["generic_checks"] = _checks(op, dtypes)
+        views.module["dtype_variable"] = dtype_variable(op)
+        views.module["audit_line"] = line
     return views
+
+
+# What a dtype's tf.custom_gradient function is made of (its view's keys).
+_BODY_KEYS = ("forward", "upstreams", "grad_fn", "recompute", "recomputed", "backward",
+              "grad_returns", "returns")
+
+
+def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
+    """One op generated for several float dtypes: a public function that takes the
+    arguments' dtype (``_common_dtype``), checks and converts them, and calls that
+    dtype's ``tf.custom_gradient`` function; each dtype's forward and VJP are derived,
+    guarded and audited as a one-dtype op would be (``variants``, in ``dtypes`` order,
+    each from :func:`with_audit_line` with ``dtypes``).
+
+    The choice among the functions is made while tracing (a Python ``if`` on a static
+    dtype), so it costs nothing when the graph runs.
+    """
+    default = variants[dtypes.index(default_dtype(dtypes))]
+    name, params = default.module["name"], default.module["params"]
+    # dtypes whose code is the same (no dtype-dependent constant, guard or form) share
+    # one function
+    groups: dict[str, list] = {}
+    for d, v in zip(dtypes, variants):
+        body = repr([v.module[k] for k in _BODY_KEYS])
+        groups.setdefault(body, [[], v])[0].append(d)
+    impls, tests = [], []
+    for group, v in groups.values():
+        if len(groups) == 1:
+            impl, note = f"_{name}_vjp", " in every dtype"
+        else:
+            impl, note = f"_{name}_{'_'.join(group)}_vjp", f" in {_dtypes_text(group)}"
+        impls.append(dict(v.module, impl=impl, dtype_note=note))
+        tests.append(" or ".join(f"{default.module['dtype_variable']} == tf.{d}"
+                                 for d in group))
+    dispatch = []
+    for test, impl in zip(tests[:-1], impls[:-1]):
+        dispatch += [f"if {test}:", f"    return {impl['impl']}({params})"]
+    dispatch.append(f"return {impls[-1]['impl']}({params})")
+    module = {
+        "name": name,
+        "params": params,
+        "docstring": generic_docstring(default, variants),
+        "checks": default.module["generic_checks"],
+        "dispatch": dispatch,
+        "impls": impls,
+        "variants": list(dtypes),
+    }
+    helpers = {h for v in variants for h in v.helpers} | {"_common_dtype"}
+    return OpViews(
+        module=module,
+        uses_math=any(v.uses_math for v in variants),
+        helpers=sorted(with_dependencies(helpers)),
+        test=default.test,
+        test_math=any(v.test_math for v in variants),
+        test_helpers=sorted({h for v in variants for h in v.test_helpers}),
+        cases=[c for v in variants for c in v.cases],
+    )
+
+
+def generic_test_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> list[OpViews]:
+    """The emitted tests' views of a generic op: one reference forward per dtype (its
+    constants are the dtype's), each with that dtype's cases."""
+    return [
+        OpViews(module=v.module, uses_math=v.uses_math, helpers=v.helpers,
+                test=dict(v.test, ref=f"{v.test['name']}_{d}", ref_note=f" in {d}"),
+                test_math=v.test_math, test_helpers=v.test_helpers, cases=v.cases)
+        for d, v in zip(dtypes, variants)
+    ]
+
+
+def generic_docstring(default: OpViews, variants: list[OpViews]) -> str:
+    """The public docstring of an op generated for several dtypes: the default dtype's
+    text, with the accuracy audit's sentence of every dtype."""
+    lines = []
+    for i, variant in enumerate(variants):
+        lines += ([""] if i else []) + _wrapped([variant.module["audit_line"]], LINE_LENGTH - 4)
+    return docstring_literal(default.module["generic_doc"].replace(AUDIT_MARK,
+                                                                   "\n".join(lines)))
+
+
+def dtype_variable(op: ir.OpIR) -> str:
+    """The public function's local that holds a generic op's dtype (``dtype``, unless an
+    input has that name)."""
+    return "dtype_" if any(i.name == "dtype" for i in op.inputs) else "dtype"
+
+
+def _checks(op: ir.OpIR, dtypes: tuple | None = None) -> list[str]:
+    """The public function's argument checks; for a generic op (``dtypes``) first the
+    dtype of the arguments, which its float inputs are then converted to."""
+    checks = []
+    dtype = dtype_variable(op)
+    if dtypes:
+        follow = ", ".join(f"{i.name!r}: {i.name}" for i in op.inputs if not i.is_integer)
+        allowed = ", ".join(f"tf.{d}" for d in dtypes)
+        checks.append(f"{dtype} = _common_dtype({op.name!r}, {{{follow}}}, ({allowed}), "
+                      f"tf.{default_dtype(dtypes)})")
+    checks += [
+        f"{i.name} = _check_input({op.name!r}, {i.name!r}, {i.name}, "
+        f"{dtype if dtypes and not i.is_integer else 'tf.' + i.dtype}, "
+        f"{list(i.declared)!r})"
+        for i in op.inputs
+    ]
+    if op.named_dims:
+        # every (input, axis) place of each dim, an input's repeated axes included; the
+        # call returns the inputs it checked (the run-time comparisons gate them)
+        declaring = {n for _, places in op.named_dims for n, _ in places}
+        named = [i.name for i in op.inputs if i.name in declaring]
+        inputs = ", ".join(f"{n!r}: {n}" for n in named)
+        uses = ", ".join(
+            f"{dim!r}: [" + ", ".join(f"({n!r}, {axis})" for n, axis in places) + "]"
+            for dim, places in op.named_dims
+        )
+        targets = ", ".join(named) + ("," if len(named) == 1 else "")
+        checks.append(
+            f"{targets} = _check_named_dims({op.name!r}, {{{inputs}}}, {{{uses}}})"
+        )
+    return checks
 
 
 def op_views(op: ir.OpIR) -> OpViews:
@@ -111,25 +264,7 @@ def op_views(op: ir.OpIR) -> OpViews:
         helpers.add("_unbroadcast")
     if op.named_dims:
         helpers.add("_check_named_dims")
-    checks = [
-        f"{i.name} = _check_input({op.name!r}, {i.name!r}, {i.name}, tf.{i.dtype}, "
-        f"{list(i.declared)!r})"
-        for i in op.inputs
-    ]
-    if op.named_dims:
-        # every (input, axis) place of each dim, an input's repeated axes included; the
-        # call returns the inputs it checked (the run-time comparisons gate them)
-        declaring = {n for _, places in op.named_dims for n, _ in places}
-        named = [i.name for i in op.inputs if i.name in declaring]
-        inputs = ", ".join(f"{n!r}: {n}" for n in named)
-        uses = ", ".join(
-            f"{dim!r}: [" + ", ".join(f"({n!r}, {axis})" for n, axis in places) + "]"
-            for dim, places in op.named_dims
-        )
-        targets = ", ".join(named) + ("," if len(named) == 1 else "")
-        checks.append(
-            f"{targets} = _check_named_dims({op.name!r}, {{{inputs}}}, {{{uses}}})"
-        )
+    checks = _checks(op)
     params = ", ".join(i.name for i in op.inputs)
     grads = [i.grad if i.grad else "None" for i in op.inputs]
     outputs = [o.name for o in op.outputs]

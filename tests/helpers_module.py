@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:  # this checkout's gradgen, not an installed copy
 
 # Every conditional helper of the template (_check_input is always emitted).
 HELPERS = (
+    "_common_dtype",
     "_check_named_dims",
     "_logsumexp",
     "_log1mexp",

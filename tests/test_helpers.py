@@ -234,6 +234,14 @@ MESSAGE_ERRORS = [
         id="variable-dtype",
     ),
     pytest.param(
+        lambda: __import__("keras").Variable(np.ones(2, np.float16)),
+        tf.float32,
+        [None],
+        TypeError,
+        "op: input 'x' must have dtype float32, got float16",
+        id="keras-variable-dtype",
+    ),
+    pytest.param(
         lambda: tf.constant([1], tf.int32),
         tf.float32,
         [1],
@@ -309,6 +317,32 @@ def test_check_input_accepts(H, value, dtype, declared, want):
     out = H._check_input("op", "x", value, dtype, declared)
     assert isinstance(out, tf.Tensor) and out.dtype == dtype
     np.testing.assert_array_equal(out.numpy(), np.asarray(want))
+
+
+TF_FLOATS = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+
+
+@pytest.mark.parametrize("values, want", [
+    ({"x": 1.0, "y": [2.0]}, tf.float32),  # host numbers: the default
+    ({"x": np.array([1, 2]), "y": 2.0}, tf.float32),  # NumPy integers convert
+    ({"x": np.array([1.0])}, tf.float64),  # NumPy floats count like tensors
+    ({"x": tf.constant(1.0, tf.bfloat16), "y": 3}, tf.bfloat16),
+    ({"x": 1.0, "y": tf.Variable(np.float16(1))}, tf.float16),
+])
+def test_common_dtype(H, values, want):
+    assert H._common_dtype("op", values, TF_FLOATS, tf.float32) == want
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"x": tf.constant(1.0), "y": np.array([1.0])},
+     "op: inputs 'x' (float32) and 'y' (float64) have different dtypes; cast one "
+     "(tf.cast) so that they agree"),
+    ({"x": tf.constant([1])}, "op: input 'x' has dtype int32; op takes float16, bfloat16, "
+                              "float32, float64"),
+])
+def test_common_dtype_refuses(H, values, message):
+    with pytest.raises(TypeError, match="^" + re.escape(message) + "$"):
+        H._common_dtype("op", values, TF_FLOATS, tf.float32)
 
 
 def test_check_input_variable_of_the_dtype(H):
