@@ -353,7 +353,8 @@ def _note_audit(generated, reporter: Reporter) -> None:
                 click.echo(
                     f"gradgen: note: {g.doc.model.module}.{op}: the accuracy audit found "
                     f"NaN or inf gradients where the exact ones are finite (inputs: "
-                    f"{', '.join(bad)}); see gradgen explain {g.doc.path} {op}",
+                    f"{', '.join(bad)}); see gradgen explain {g.doc.path} "
+                    f"{op.split(' (')[0]}",
                     err=True,
                 )
 

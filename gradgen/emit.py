@@ -235,7 +235,7 @@ def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
                 problems.extend(e.diagnostics)
                 continue
             entries.append(entry)
-            key = f"{op.name}_{dtype}" if dtype else op.name
+            key = f"{op.name} ({dtype})" if dtype else op.name  # in notes, and below
             ranges[key], audits[key] = entry[1], entry[2]
             error = strict_error(entry[2]) if strict_accuracy else None
             if error is not None:
@@ -358,7 +358,7 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
     for g in generated:
         module_path = _relative_path(os.path.join(out_dir, f"{g.meta.name}.py"), tests_dir,
                                      "output folder (links resolved)")
-        cases = [test_cases(v, g.ranges.get(v.test.get("ref", v.test["name"])))
+        cases = [test_cases(v, g.ranges.get(v.test.get("range_key", v.test["name"])))
                  for v in g.test_views]
         source = render_tests(g.meta, module_path, g.test_views, cases)
         files[f"test_{g.meta.name}_gradients.py"] = _format(

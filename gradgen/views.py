@@ -192,7 +192,8 @@ def generic_test_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> list
     constants are the dtype's), each with that dtype's cases."""
     return [
         OpViews(module=v.module, uses_math=v.uses_math, helpers=v.helpers,
-                test=dict(v.test, ref=f"{v.test['name']}_{d}", ref_note=f" in {d}"),
+                test=dict(v.test, ref=f"{v.test['name']}_{d}", ref_note=f" in {d}",
+                          range_key=f"{v.test['name']} ({d})"),
                 test_math=v.test_math, test_helpers=v.test_helpers, cases=v.cases)
         for d, v in zip(dtypes, variants)
     ]
