@@ -2253,7 +2253,7 @@ def sigmoid_logit(p):
         out = sigmoid(log(p/(1 - p)))
 
     Partial derivatives:
-        d(out)/d(p) = nan_outside(1, (p >= 0) & (p <= 1))
+        d(out)/d(p) = nan_outside(1, p >= 0 and p <= 1)
 
     Stable forms and guards used:
         sigmoid_logit: sigmoid(log(p / (1 - p))) = p for 0 <= p <= 1 (NaN outside, as
@@ -2290,7 +2290,7 @@ def _sigmoid_logit_vjp(p):
     out = tf.where(t, p, tf.constant(math.nan, dtype=tf.float32))
 
     def grad(upstream):
-        # d(out)/d(p) = nan_outside(1, (p >= 0) & (p <= 1))  (sigmoid_logit.output)
+        # d(out)/d(p) = nan_outside(1, p >= 0 and p <= 1)  (sigmoid_logit.output)
         grad_p = upstream * tf.where(
             t,
             tf.constant(1.0, dtype=tf.float32),

@@ -32,6 +32,8 @@ import functools
 from dataclasses import dataclass, field
 
 import sympy
+from sympy.printing.precedence import PRECEDENCE
+from sympy.printing.str import StrPrinter
 
 from . import functions as fn
 from . import ir
@@ -66,6 +68,25 @@ HOLOMORPHIC = (
     sympy.atan, sympy.sinh, sympy.cosh, sympy.tanh, sympy.asinh, sympy.acosh,
     sympy.atanh, fn.log1p, fn.expm1, fn.sigmoid,
 )
+
+
+class _SpecText(StrPrinter):
+    """SymPy's str form, with conditions in the spec's syntax (``and``, ``or``, ``not``
+    instead of ``&``, ``|``, ``~``, which the expression language refuses)."""
+
+    def _print_And(self, expr):
+        return self.stringify(expr.args, " and ", PRECEDENCE["And"])
+
+    def _print_Or(self, expr):
+        return self.stringify(expr.args, " or ", PRECEDENCE["Or"])
+
+    def _print_Not(self, expr):
+        return "not " + self.parenthesize(expr.args[0], PRECEDENCE["Not"])
+
+
+def spec_str(expr) -> str:
+    """A formula for docstrings, comments and explain, in the spec's syntax."""
+    return _SpecText({"order": None}).doprint(expr)
 
 
 def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
@@ -183,7 +204,7 @@ class _Deriver:
                 raise self._error(
                     key,
                     f"the {what} contains {name}, which has no TensorFlow form "
-                    f"(from {_shorten(sympy.sstr(sorted(found, key=sympy.default_sort_key)[0]))}); "
+                    f"(from {_shorten(spec_str(sorted(found, key=sympy.default_sort_key)[0]))}); "
                     "rewrite the expression",
                 )
 
@@ -403,7 +424,7 @@ class _Deriver:
     # ------------------------------------------------------------ forward pieces
 
     def _describe_node(self, node: TensorNode) -> str:
-        args = [sympy.sstr(a) if a.is_Atom else f"({sympy.sstr(a)})" for a in node.args]
+        args = [spec_str(a) if a.is_Atom else f"({spec_str(a)})" for a in node.args]
         return _shorten(_node_text(node, args))
 
     def _as_written(self, expr, shape: sh.Shape, leaves: frozenset) -> ir.Value:
@@ -576,9 +597,9 @@ class _Deriver:
             (a, b), batch = node.args, node.shape[:-2]
             rules = [
                 (a, ir.Call("matmul", (g, args[1]), ((f"{adj}_b", True),)),
-                 batch + tuple(shapes[0][-2:]), f"{g.name} @ {adj}({sympy.sstr(b)})"),
+                 batch + tuple(shapes[0][-2:]), f"{g.name} @ {adj}({spec_str(b)})"),
                 (b, ir.Call("matmul", (args[0], g), ((f"{adj}_a", True),)),
-                 batch + tuple(shapes[1][-2:]), f"{adj}({sympy.sstr(a)}) @ {g.name}"),
+                 batch + tuple(shapes[1][-2:]), f"{adj}({spec_str(a)}) @ {g.name}"),
             ]
         elif node.op == "transpose":
             rules = [(node.args[0], ir.Call("transpose", (g,)), shapes[0],
@@ -594,14 +615,14 @@ class _Deriver:
             cof = ir.Call("cofactor", (args[0],), (("conjugate", cplx),))
             value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), cof))
             what = "conj(cofactor" if cplx else "cofactor"
-            text = f"{g.name} * {what}({sympy.sstr(node.args[0])}){')' if cplx else ''}"
+            text = f"{g.name} * {what}({spec_str(node.args[0])}){')' if cplx else ''}"
             rules = [(node.args[0], value, shapes[0], text)]
         elif node.op == "logdet":
             # inverse(A)^T: genuinely infinite where A is singular (log|det| is -inf
             # there); tf.linalg.inv raises "Input is not invertible" at such A
             inv_h = ir.Call("inverse", (args[0],), (("adjoint", True),))
             value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), inv_h))
-            text = f"{sympy.sstr(g)} * {adj}(inverse({sympy.sstr(node.args[0])}))"
+            text = f"{spec_str(g)} * {adj}(inverse({spec_str(node.args[0])}))"
             rules = [(node.args[0], value, shapes[0], text)]
         elif node.op == "trace":
             n = shapes[0][-1]
@@ -640,7 +661,7 @@ class _Deriver:
             )
             value = ir.Call("mul", (back, ir.Call("softmax", (args[0],), (("axis", axes),))))
             rules = [(node.args[0], value, shapes[0],
-                      f"{g.name} * softmax({sympy.sstr(node.args[0])}, axis={list(axes)})")]
+                      f"{g.name} * softmax({spec_str(node.args[0])}, axis={list(axes)})")]
         elif node.op in ("softmax", "log_softmax"):
             axes = node.param("axes")
             value = ir.Call(f"{node.op}_grad", (g, y), (("axis", axes),))
@@ -676,7 +697,7 @@ class _Deriver:
             targets = sorted(arg.free_symbols & self.diff_symbols, key=str)
             if not targets:
                 continue
-            texts.append(f"VJP of {name} w.r.t. {sympy.sstr(arg)}: {text}")
+            texts.append(f"VJP of {name} w.r.t. {spec_str(arg)}: {text}")
             comment = _shorten(f"VJP of {name} ({node.op}): {text}  ({key_text})")
             if arg.is_Symbol:
                 state.contributions.setdefault(arg, []).append(
@@ -829,11 +850,11 @@ class _Deriver:
         """Formula text for docs and comments (see :meth:`_shown`)."""
         shown = self._shown(expr, upto)
         indicators = {
-            p: sympy.Symbol(f"[{sympy.sstr(p.args[0].cond)}]")
+            p: sympy.Symbol(f"[{spec_str(p.args[0].cond)}]")
             for p in shown.atoms(sympy.Piecewise)
             if len(p.args) == 2 and p.args[0].expr == 1 and p.args[1].expr == 0
         }
-        return _shorten(sympy.sstr(shown.xreplace(indicators)))
+        return _shorten(spec_str(shown.xreplace(indicators)))
 
     def _rewritten(self, expr):
         return stable.rewrite(expr)[0]
@@ -849,7 +870,7 @@ class _Deriver:
     def _display_map(self) -> dict:
         mapping: dict = {}
         for n in self.p.nodes:
-            args = [sympy.sstr(a.xreplace(mapping)) for a in n.args]
+            args = [spec_str(a.xreplace(mapping)) for a in n.args]
             text = _node_text(n, args)
             mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
         return mapping
