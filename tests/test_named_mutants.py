@@ -21,7 +21,7 @@ MUTANTS = [
      'sympy.atanh: "tf.math.atanh"', 'sympy.atanh: "tf.math.asinh"',
      ["tests/test_reference_functions.py", "-k", "atanh"]),
     ("the emitted autodiff test compares the op with itself", "templates/test_module.py.j2",
-     "_, expected = _vjp(REFERENCES[name], inputs, upstreams, differentiable)",
+     "_, expected = _vjp(REFERENCES[ref], inputs, upstreams, differentiable)",
      "_, expected = _vjp(getattr(ops, name), inputs, upstreams, differentiable)",
      ["tests/test_generated_behaviour.py", "-k", "emitted"]),
     ("the input check accepts a larger size", "templates/helpers.py.j2",
