@@ -280,7 +280,7 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
 @click.option("--emit-tests", "tests_dir", default=None,
               help="Also check the pytest modules build --emit-tests writes there.")
 @click.option("--max-diff-lines", default=MAX_DIFF_LINES, show_default=True,
-              help="Cap on the diff lines printed per file.")
+              type=click.IntRange(min=0), help="Cap on the diff lines printed per file.")
 def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, tests_dir,
           max_diff_lines):
     """Exit 1 with a diff if OUT is missing, stale or has orphans; 0 if all current."""

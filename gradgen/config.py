@@ -48,6 +48,7 @@ class Config:
 
     Attributes:
         source: the pyproject.toml read, or None.
+        root: its folder: every path it names stays inside (links resolved).
         specs: spec globs.
         out, emit_tests: folders, or None.
         verify: run the numerical verification.
@@ -57,6 +58,7 @@ class Config:
     """
 
     source: str | None = None
+    root: str | None = None
     specs: tuple[str, ...] = ()
     out: str | None = None
     emit_tests: str | None = None
@@ -85,6 +87,9 @@ class Config:
         paths = set()
         for pattern in self.specs:
             for p in glob.iglob(pattern, recursive=True):
+                if self.root is not None:
+                    _inside_project(p, Path(self.root), f"[tool.gradgen] specs (in "
+                                    f"{self.source}) match {printable(p)}, which", link=True)
                 paths.add(p)
                 if len(paths) > MAX_SPEC_FILES:
                     raise UsageError(
@@ -97,6 +102,35 @@ class Config:
                 f"[tool.gradgen] specs {list(self.specs)} match no file (in {self.source})"
             )
         return paths
+
+
+def _inside_project(text: str, root: Path, what: str, link: bool = False) -> None:
+    """Refuse a path from ``[tool.gradgen]`` that leaves the pyproject's folder: absolute,
+    with a ``..`` part, or (``link``: an existing path) resolving outside through a
+    symbolic link. A pyproject.toml from a pull request must not make gradgen read
+    files elsewhere (and quote them in errors) or write there.
+
+    Raises:
+        UsageError: naming ``what`` and the path.
+    """
+    parts = Path(text).parts
+    if Path(text).is_absolute() or ".." in parts:
+        raise UsageError(f"{what} {printable(repr(text))} is outside the project: paths "
+                         "in pyproject.toml are relative to its folder, without '..'")
+    if link:
+        _resolves_inside(Path(text), root, what)
+
+
+def _resolves_inside(path: Path, root: Path, what: str) -> None:
+    """Refuse ``path`` when it, or its nearest existing ancestor, resolves outside
+    ``root`` through a symbolic link."""
+    existing = path
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    real, top = os.path.realpath(existing), os.path.realpath(root)
+    if os.path.commonpath([real, top]) != top:
+        raise UsageError(f"{what} resolves outside the project ({printable(real)}, "
+                         "through a symbolic link)")
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -151,7 +185,12 @@ def load_config(cwd: Path) -> Config:
             raise UsageError(f"{shown}: [tool.gradgen] specs lists more than "
                              f"{MAX_SPEC_GLOBS} globs")
         for path_text in value if key == "specs" else [value] if KEYS[key] is str else []:
-            check_path_text(path_text, f"{shown}: [tool.gradgen] {key}")
+            if key in ("specs", "out", "emit_tests"):
+                check_path_text(path_text, f"{shown}: [tool.gradgen] {key}")
+                _inside_project(path_text, path.parent, f"{shown}: [tool.gradgen] {key}")
+                if key != "specs":
+                    _resolves_inside(path.parent / path_text, path.parent,
+                                     f"{shown}: [tool.gradgen] {key}")
     if table.get("error_format", "text") not in ("text", "github"):
         raise UsageError(f"{shown}: [tool.gradgen] error_format is text or github")
     root = path.parent
@@ -161,6 +200,7 @@ def load_config(cwd: Path) -> Config:
 
     return Config(
         source=shown,
+        root=str(root),
         specs=tuple(rel(p) for p in table.get("specs", [])),
         out=rel(table["out"]) if "out" in table else None,
         emit_tests=rel(table["emit_tests"]) if "emit_tests" in table else None,

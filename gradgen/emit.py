@@ -353,8 +353,24 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
     """Pytest modules (``{path relative to tests_dir: text}``), one per spec, that check
     each generated op against ``tf.test.compute_gradient`` and TensorFlow's autodiff of
     the forward as written, at the declared shapes (unknown dims instantiated, size 1
-    included)."""
+    included).
+
+    Raises:
+        UsageError: a test module would have the path of a generated module (tests
+            emitted into the output folder, a module named ``test_<other>_gradients``).
+    """
     files = {}
+    same_folder = os.path.realpath(tests_dir) == os.path.realpath(out_dir)
+    modules = {f"{g.meta.name}.py": g for g in generated}
+    for g in generated:
+        name = f"test_{g.meta.name}_gradients.py"
+        if same_folder and name in modules:
+            raise UsageError(
+                f"the tests of module '{g.meta.name}' and module "
+                f"'{modules[name].meta.name}' ({modules[name].doc.path}) would both be "
+                f"{os.path.join(tests_dir, name)}; rename the module, or emit the tests "
+                "into another folder"
+            )
     for g in generated:
         module_path = _relative_path(os.path.join(out_dir, f"{g.meta.name}.py"), tests_dir,
                                      "output folder (links resolved)")

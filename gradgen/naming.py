@@ -43,8 +43,8 @@ MODULE_NAMES = frozenset({"tf", "math", "functools"})
 # checks this list against every builtin the rendered examples load.
 MODULE_BUILTINS = frozenset(
     """
-    abs all any bool dict enumerate float int isinstance len list max min range reversed
-    str sum tuple zip NotImplementedError TypeError ValueError
+    abs all any bool dict enumerate float getattr int isinstance len list max min range
+    reversed str sum tuple zip NotImplementedError TypeError ValueError
     """.split()
 )
 

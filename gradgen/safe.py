@@ -28,11 +28,21 @@ from .errors import UsageError
 _KEEP = {"\n", "\t"}
 
 
-def _unsafe(ch: str) -> bool:
+# Letters and marks that display as nothing (Hangul fillers, the combining grapheme
+# joiner): they can hide text from a reviewer as format characters do.
+_BLANK = frozenset("\u034f\u115f\u1160\u3164\uffa0")
+
+
+def unsafe(ch: str) -> bool:
     """A character that can change how text displays or parses: control (Cc), format
-    (Cf: bidirectional overrides, zero-width), surrogate, private use, unassigned, and
-    line or paragraph separators (Zl, Zp, which ``str.splitlines`` breaks on)."""
-    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+    (Cf: bidirectional marks and overrides, zero-width, soft hyphen, tags), surrogate,
+    private use, unassigned, line or paragraph separators (Zl, Zp, which
+    ``str.splitlines`` breaks on), and the blank letters of :data:`_BLANK`."""
+    return (unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+            or ch in _BLANK)
+
+
+_unsafe = unsafe
 
 
 def _escape(ch: str) -> str:

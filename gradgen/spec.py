@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from .errors import Diagnostic, Location, SpecError
+from .safe import unsafe
 from .naming import IDENTIFIER_RE, module_reason, op_name_reason, reserved_reason
 
 MAX_SPEC_BYTES = 1 << 20
@@ -147,18 +148,11 @@ class InputSpec(_Model):
 
 
 def _invisible(ch: str) -> bool:
-    """Control, surrogate, bidirectional-override and zero-width characters: they can
-    hide or reorder code in a reviewer's view ("Trojan Source") or break the output."""
-    code = ord(ch)
-    return (
-        (code < 32 and ch not in "\n\t")
-        or 127 <= code < 160
-        or 0xD800 <= code <= 0xDFFF
-        or 0x200B <= code <= 0x200F
-        or 0x2028 <= code <= 0x202E
-        or 0x2060 <= code <= 0x2069
-        or code == 0xFEFF
-    )
+    """Control, format (bidirectional marks and overrides, zero-width, tags),
+    surrogate, private-use, unassigned and blank characters (:func:`gradgen.safe.unsafe`)
+    other than newline and tab: they can hide or reorder code in a reviewer's view
+    ("Trojan Source") or break the output."""
+    return ch not in "\n\t" and unsafe(ch)
 
 
 def _check_text(value: Any) -> Any:
@@ -699,7 +693,10 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
     if problems:
         raise SpecError(problems)
     if not isinstance(raw, dict):
-        raise SpecError(diag((), f"a spec is a mapping; got {_describe(raw)}"))
+        # the type only: a file named by mistake (or by a hostile glob) is not quoted
+        kind = "a list" if isinstance(raw, list) else (
+            "nothing" if raw is None else f"a {type(raw).__name__} scalar")
+        raise SpecError(diag((), f"a spec is a mapping; got {kind}"))
     if "version" in raw and raw["version"] != SPEC_VERSION:
         version = raw["version"]
         message = (

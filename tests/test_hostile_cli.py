@@ -480,3 +480,65 @@ def test_tree_reads_no_fifo(tmp_path):
     """The harness itself never blocks on what an attack leaves."""
     os.mkfifo(tmp_path / "p")
     assert tree(tmp_path) == {"p": "mode 10000"}
+
+
+# ------------------------------------- a pyproject.toml names paths outside the project
+
+@pytest.mark.parametrize("setting", [
+    'specs = ["/etc/*.conf"]', 'specs = ["../secrets/*"]', 'specs = ["a/../../secrets/*"]',
+    'specs = ["s.yaml"]\nout = "/tmp/gradgen-attack-out"', 'specs = ["s.yaml"]\nout = "../o"',
+    'specs = ["s.yaml"]\nemit_tests = "../t"',
+])
+def test_pyproject_paths_outside_the_project_are_refused(tmp_path, setting):
+    write(tmp_path, {"s.yaml": SPEC, "pyproject.toml": f"[tool.gradgen]\n{setting}\n"})
+    assert_outcome(attack(tmp_path, ["build"]), 2, r"is outside the project: paths in "
+                                                  r"pyproject\.toml are relative to its folder")
+    assert not Path("/tmp/gradgen-attack-out").exists()
+
+
+@pytest.mark.parametrize("setting", ['specs = ["link/*.yaml"]',
+                                     'specs = ["s.yaml"]\nout = "link/out"'])
+def test_pyproject_paths_through_a_link_outside_are_refused(tmp_path, setting):
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text("TOKEN=ghp_0123456789\n")
+    write(project, {"s.yaml": SPEC, "pyproject.toml": f"[tool.gradgen]\n{setting}\n"})
+    os.symlink(outside, project / "link")
+    result = attack(project, ["build"])
+    assert_outcome(result, 2, r"resolves outside the project \(.*outside.*, through a "
+                              r"symbolic link\)")
+    assert "ghp_" not in result.stderr and sorted(os.listdir(outside)) == ["secret.yaml"]
+
+
+def test_a_file_that_is_not_a_spec_is_not_quoted(tmp_path):
+    write(tmp_path, {"s.yaml": "AWS_SECRET=abc123xyz\n"})
+    result = attack(tmp_path, ["build", "s.yaml", "-o", "out"])
+    assert_outcome(result, 2, r"s\.yaml:1:1: error: a spec is a mapping; got a str scalar")
+    assert "abc123" not in result.stderr
+
+
+def test_a_module_named_like_another_modules_tests_is_refused(tmp_path):
+    other = SPEC.replace("module: m", "module: test_m_gradients")
+    write(tmp_path, {"a.yaml": SPEC, "b.yaml": other})
+    for command in ("build", "check"):
+        assert_outcome(attack(tmp_path, [command, "a.yaml", "b.yaml", "-o", "out",
+                                         "--emit-tests", "out"]), 2,
+                       r"the tests of module 'm' and module 'test_m_gradients' \(b\.yaml\) "
+                       r"would both be out/test_m_gradients\.py")
+
+
+@pytest.mark.parametrize("char", ["\u061c", "\u00ad", "\u180e", "\ufff9", "\U000e0041",
+                                  "\U0001d173", "\u3164", "\u115f", "\u034f"])
+def test_invisible_format_characters_in_docs_are_refused(tmp_path, char):
+    spec = yaml.safe_load(SPEC)
+    spec["doc"] = f"looks{char}harmless"
+    write(tmp_path, {"s.yaml": yaml.safe_dump(spec, allow_unicode=True)})
+    assert_outcome(attack(tmp_path, ["build", "s.yaml", "-o", "out"]), 2,
+                   rf"doc text contains the invisible or control character "
+                   rf"U\+{ord(char):04X}")
+
+
+def test_a_negative_diff_line_cap_is_a_usage_error(tmp_path):
+    write(tmp_path, {"s.yaml": SPEC})
+    assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out", "--max-diff-lines",
+                                     "-1"]), 2, r"-1 is not in the range x>=0")
