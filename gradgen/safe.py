@@ -42,8 +42,6 @@ def unsafe(ch: str) -> bool:
             or ch in _BLANK)
 
 
-_unsafe = unsafe
-
 
 def _escape(ch: str) -> str:
     code = ord(ch)
@@ -53,11 +51,11 @@ def _escape(ch: str) -> str:
 
 
 def printable(text: str, keep: frozenset | set = frozenset(_KEEP)) -> str:
-    """``text`` with every unsafe character (see :func:`_unsafe`) except those in
+    """``text`` with every unsafe character (see :func:`unsafe`) except those in
     ``keep`` (newline and tab) written as a Python-style escape (``\\x1b``)."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(_escape(ch) if ch not in keep and _unsafe(ch) else ch for ch in text)
+    return "".join(_escape(ch) if ch not in keep and unsafe(ch) else ch for ch in text)
 
 
 def comment(text: str) -> str:
@@ -104,7 +102,7 @@ def markdown_text(text: str) -> str:
 
 
 def check_path_text(path: str, what: str) -> str:
-    """Refuse a path that holds an unsafe character (see :func:`_unsafe`: control,
+    """Refuse a path that holds an unsafe character (see :func:`unsafe`: control,
     format or line-break characters), which would have to be escaped wherever gradgen
     writes it (generated headers, the emitted tests, messages).
 
@@ -114,7 +112,7 @@ def check_path_text(path: str, what: str) -> str:
     Raises:
         UsageError: naming ``what`` (e.g. "output folder") and the path, escaped.
     """
-    if any(_unsafe(ch) for ch in path):
+    if any(unsafe(ch) for ch in path):
         raise UsageError(
             f"{what} {printable(path, set())!r} contains control, format or line-break "
             "characters; rename it"
