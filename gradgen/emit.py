@@ -207,12 +207,13 @@ def _format(source: str, ops: int, what: str) -> str:
     return text
 
 
-def _generate_one(doc: SpecDocument, out_dir: str, verify: bool, progress,
+def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress,
                   strict_accuracy: bool = False, audit: bool = True) -> Generated:
     meta = ModuleMeta(
         name=doc.model.module,
         doc=doc.model.doc,
-        spec_path=_relative_path(doc.path, out_dir, "spec path (links resolved)"),
+        spec_path=(doc.path if out_dir is None  # a spec built in Python (gradgen.api)
+                   else _relative_path(doc.path, out_dir, "spec path (links resolved)")),
         spec_sha256=doc.sha256,
         version=__version__,
     )
