@@ -17,8 +17,9 @@ def _check_input(op, name, value, dtype, declared):
     """Convert `value` to a tensor of `dtype` and check its shape.
 
     `declared` lists the declared dims: an int must match, a name or None matches any
-    size. The static shape is checked now; dims unknown while tracing (None in an input
-    signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
+    size; a leading `...` matches any number of batch dims (the rank must be known while
+    tracing). The static shape is checked now; dims unknown while tracing (None in an
+    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
     a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
     (see `_check_representable`).
 
@@ -40,14 +41,26 @@ def _check_input(op, name, value, dtype, declared):
         _check_representable(op, name, value, dtype)
     value = tf.convert_to_tensor(value, dtype=dtype)
     shape = value.shape
+    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
+    if declared[:1] == [...]:
+        if shape.rank is None:
+            raise ValueError(
+                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
+                "give the input signature a rank, like tf.TensorSpec([None, None])"
+            )
+        # the batch dims are whatever leads the declared core
+        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
+        if shape.rank < len(declared):
+            raise ValueError(
+                f"{op}: input {name!r} must have shape {want}, got {shape}"
+            )
     if shape.rank is not None and (
         shape.rank != len(declared)
         or any(
-            isinstance(want, int) and got is not None and got != want
-            for got, want in zip(shape.as_list(), declared)
+            isinstance(dim, int) and got is not None and got != dim
+            for got, dim in zip(shape.as_list(), declared)
         )
     ):
-        want = "[" + ", ".join(str(d) for d in declared) + "]"
         raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
     if shape.rank is None or any(
         isinstance(want, int) and got is None

@@ -387,6 +387,7 @@ class _Deriver:
                     differentiable=v.differentiable,
                     is_integer=v.is_integer,
                     grad=grads.get(v.name),
+                    domain=v.domain,
                 )
                 for v in p.inputs
             ),
@@ -897,14 +898,18 @@ class _Deriver:
 
     def _example_shapes(self) -> tuple:
         """Concrete input shapes for verification: named dims distinct (4, 5, ...) and
-        null dims 3; then all unknown dims 3; then all 1 (sizes the shapes require win)."""
+        null dims 3; then all unknown dims 3; then all 1 (sizes the shapes require win).
+        A ``...`` is batch dims ``[2]``, then ``[2, 3]``, then none."""
         names = sorted({d for v in self.p.inputs for d in v.shape if isinstance(d, str)})
         configs = []
-        for default, distinct in ((3, True), (3, False), (1, False)):
+        batches = ((2,), (2, 3), ())
+        for (default, distinct), batch in zip(((3, True), (3, False), (1, False)), batches):
             sizes = {n: default + (i + 1 if distinct else 0) for i, n in enumerate(names)}
             shapes = tuple(
-                tuple(
-                    self.p.factory.concrete(d, sizes.get(d, default)) for d in v.shape
+                (batch if sh.has_batch(v.shape) else ())
+                + tuple(
+                    self.p.factory.concrete(d, sizes.get(d, default))
+                    for d in sh.core(v.shape)
                 )
                 for v in self.p.inputs
             )
@@ -915,9 +920,11 @@ class _Deriver:
     def _named_dims(self):
         uses: dict[str, list] = {}
         for v in self.p.inputs:
+            # axes after a `...` count from the end
+            offset = len(v.declared) if v.declared[:1] == (...,) else 0
             for axis, d in enumerate(v.declared):
                 if isinstance(d, str):
-                    uses.setdefault(d, []).append((v.name, axis))
+                    uses.setdefault(d, []).append((v.name, axis - offset))
         return tuple((d, tuple(places)) for d, places in sorted(uses.items())
                      if len(places) > 1)
 
@@ -954,8 +961,38 @@ def _chain(base, n: int):
     return sympy.Mul(*factors)
 
 
+def _ratio_powers(e):
+    """``a**p * b**-q`` (p, q >= 2) as ``Ratio(a, b)**m * a**(p - m) * b**-(q - m)``,
+    ``m = min(p, q)``, pairing the highest powers first: the forward as the user wrote
+    it (``(sigma / r)**6``, which SymPy distributes into ``sigma**6 * r**-6``), finite
+    where the separate powers would overflow or underflow. None when nothing pairs."""
+    if not isinstance(e, sympy.Mul):
+        return None
+    pos, neg, rest = [], [], []
+    for factor in e.args:
+        base, exp = factor.as_base_exp()
+        if exp.is_Integer and not base.is_number and abs(int(exp)) >= 2:
+            (pos if exp > 0 else neg).append([base, abs(int(exp))])
+        else:
+            rest.append(factor)
+    if not pos or not neg:
+        return None
+    pos.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
+    neg.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
+    factors = []
+    for (a, p), (b, q) in zip(pos, neg):
+        m = min(p, q)
+        factors += [fn.Ratio(a, b) ** m, a ** (p - m), b ** (m - q)]
+    for base, exp in pos[len(neg):]:
+        factors.append(base ** exp)
+    for base, exp in neg[len(pos):]:
+        factors.append(base ** -exp)
+    return sympy.Mul(*rest, *factors)
+
+
 def _cheap_forms(expr, chains: bool):
-    """Cheaper equal forms for code: with ``chains``, integer and half-integer powers by
+    """Cheaper equal forms for code: ratios of powers as powers of the ratio
+    (:func:`_ratio_powers`); with ``chains``, integer and half-integer powers by
     repeated squaring (``r**-12`` is 4 products after one division, not a ``pow`` call,
     which costs an exp and a log per element); and non-trivial numeric constants as
     atoms (so CSE keeps them inline)."""
@@ -973,6 +1010,7 @@ def _cheap_forms(expr, chains: bool):
                 return sympy.Mul(_chain(base, abs(p) // 2), half)
         return None
 
+    expr = guards._bottom_up(expr, _ratio_powers)
     return _constants(guards._bottom_up(expr, fix) if chains else expr)
 
 
@@ -1051,6 +1089,8 @@ def _temp_name(expr, names: dict) -> str:
         return f"{label(expr.args[0])}_sq"
     if isinstance(expr, fn.Recip) and label(expr.args[0]):
         return f"inv_{label(expr.args[0])}"
+    if isinstance(expr, fn.Ratio) and label(expr.args[0]) and label(expr.args[1]):
+        return f"{label(expr.args[0])}_over_{label(expr.args[1])}"
     if isinstance(expr, sympy.Function) and len(expr.args) == 1 and label(expr.args[0]):
         return f"{type(expr).__name__.lower()}_{label(expr.args[0])}"
     if isinstance(expr, fn.Guard) and label(expr.args[0]):

@@ -40,7 +40,16 @@ from . import shapes as sh
 from .errors import Diagnostic, SpecError
 from . import functions as fn
 from .naming import EXPRESSION_NAMES
-from .spec import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
+from .spec import BATCH, COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
+
+# TensorFlow kernels (forward and VJP) a matrix function prints as, and the float
+# dtypes they lack (TF 2.21 CPU and GPU registrations): the VJP of det() uses an SVD,
+# that of log(det()) a QR and an inverse.
+NO_KERNEL = {
+    "inverse": ("MatrixInverse", ("bfloat16",)),
+    "det": ("MatrixDeterminant and Svd", ("float16", "bfloat16")),
+    "logdet": ("Qr and MatrixInverse", ("bfloat16",)),
+}
 
 MAX_AST_NODES = 2000
 WHERE_INLINE_MAX = 60  # tree size above which a `where` intermediate is its own step
@@ -74,11 +83,14 @@ class InputVar:
     Attributes:
         name: the user's name (also the generated parameter name).
         symbol: SymPy symbol, declared real for real dtypes.
-        shape: declared shape (``null`` dims are :class:`~gradgen.shapes.Unknown`).
-        declared: the dims as written in the spec (ints, names, None).
+        shape: declared shape (``null`` dims are :class:`~gradgen.shapes.Unknown`, a
+            leading ``...`` a :class:`~gradgen.shapes.Batch`).
+        declared: the dims as written in the spec (ints, names, None; ``Ellipsis`` for
+            a leading ``...``).
         dtype: TF dtype name.
         differentiable: whether a gradient is returned.
         key: spec key path of the input.
+        domain: ``(low, high)`` declared for tests and verification, or None.
     """
 
     name: str
@@ -88,6 +100,7 @@ class InputVar:
     dtype: str
     differentiable: bool
     key: Loc
+    domain: tuple | None = None
 
     @property
     def is_integer(self) -> bool:
@@ -109,7 +122,8 @@ class TensorNode:
         arg_leaves: per operand, the leaf symbols written in it (even ones SymPy
             simplified away: ``sum(x - x)`` still has the shape of ``x``).
         params: op parameters as sorted (name, value) pairs: ``axes`` and ``keepdims``
-            for sum/mean (axes normalized, non-negative), ``subscripts`` (the operands'
+            for sum/mean (axes normalized by :func:`~gradgen.shapes.normalize_axes`:
+            non-negative, or counted from the end for a shape with ``...``), ``subscripts`` (the operands'
             and the output's index strings) for einsum.
     """
 
@@ -341,6 +355,8 @@ def _balanced(text: str) -> bool:
 
 
 def _dim(d, factory: sh.DimFactory) -> sh.Dim:
+    if d == BATCH:
+        return factory.batch()
     return factory.unknown() if d is None else d
 
 
@@ -394,13 +410,14 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
                 name=name,
                 symbol=symbol,
                 shape=shape,
-                declared=tuple(spec.shape),
+                declared=tuple(... if d == BATCH else d for d in spec.shape),
                 dtype=spec.dtype,
                 differentiable=bool(spec.differentiable),
                 key=base + ("inputs", name),
+                domain=spec.domain,
             )
         )
-    parser = _Parser(doc, op.name, factory, is_complex)
+    parser = _Parser(doc, op.name, factory, is_complex, dtype)
     for var in inputs:
         parser.names[var.name] = Term(var.symbol, var.shape, frozenset([var.symbol]))
         parser.shape_of[var.symbol] = var.shape
@@ -449,7 +466,11 @@ def _diag(doc: SpecDocument, op: str, loc: Loc, message: str) -> Diagnostic:
 
 
 class _Parser:
-    def __init__(self, doc: SpecDocument, op: str, factory: sh.DimFactory, is_complex: bool):
+    def __init__(
+        self, doc: SpecDocument, op: str, factory: sh.DimFactory, is_complex: bool,
+        dtype: str = "float32",
+    ):
+        self.dtype = dtype
         self.doc = doc
         self.op = op
         self.factory = factory
@@ -872,7 +893,7 @@ class _Parser:
         return self._node(node, "matmul", [left, right], shape)
 
     def _transpose(self, node: ast.AST, arg: Term) -> Term:
-        if len(arg.shape) < 2:
+        if sh.core_rank(arg.shape) < 2:
             raise _ExprError(
                 node, f"transpose() needs rank >= 2 (swaps the last two axes); got "
                 f"{sh.format_shape(arg.shape)}"
@@ -888,6 +909,13 @@ class _Parser:
 
     def _square_node(self, node: ast.AST, op: str, arg: Term) -> Term:
         what = "log(det())" if op == "logdet" else f"{op}()"
+        kernels, lacking = NO_KERNEL.get(op, ("", ()))
+        if self.dtype in lacking:
+            raise _ExprError(
+                node, f"{what} cannot compute in {self.dtype}: TensorFlow has no "
+                f"{' or '.join(lacking)} kernel for {kernels}; generate this op for "
+                "other dtypes, e.g. dtype: [float32, float64]"
+            )
         try:
             shape = sh.square_shape(arg.shape, self.factory, what)
         except sh.ShapeError as e:
@@ -925,13 +953,19 @@ class _Parser:
                     node, f"{name}() takes the keyword{'s' * (len(keywords) > 1)} "
                     + " and ".join(keywords)
                 )
-        rank = len(arg.shape)
+        rank, batched = sh.core_rank(arg.shape), sh.has_batch(arg.shape)
         if axis_node is not None:
             axes = self._axes(axis_node)
+        elif batched and not softmax:
+            raise _ExprError(
+                node, f"{name}() of a shape starting with '...' needs its axes, counted "
+                f"from the end (axis=-1): the batch dims of {sh.format_shape(arg.shape)} "
+                "are not reduced inside an op (reduce its output instead)"
+            )
         else:
             axes = (-1,) if softmax and rank else tuple(range(rank))
         try:
-            axes = sh.normalize_axes(axes, rank)
+            axes = sh.normalize_axes(axes, rank, batched)
         except sh.ShapeError as e:
             raise _ExprError(axis_node or node, str(e)) from None
         if softmax:

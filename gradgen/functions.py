@@ -51,6 +51,7 @@ __all__ = [
     "Guard",
     "Square",
     "Recip",
+    "Ratio",
     "logcosh",
     "log1mexp",
     "nan_outside",
@@ -453,6 +454,32 @@ class Recip(_Unary):
 
     def _eval_evalf(self, prec):
         return (1 / self.args[0])._eval_evalf(prec)
+
+
+class Ratio(sympy.Function):
+    """``a / b`` as one opaque step, for ``a**n * b**-n`` computed as ``(a / b)**n``: the
+    ratio of two large (or small) numbers stays representable where their powers would
+    overflow or underflow (``(sigma / r)**12`` at sigma, r ~ 1e4 in float32, whose
+    ``sigma**12`` is inf and ``r**-12`` is 0). Derivatives: ``1/b`` and ``-a/b**2``."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_number and b.is_number:
+            return a / b
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return Recip(b) if argindex == 1 else -a * Recip(b) ** 2
+
+    def _eval_evalf(self, prec):
+        a, b = self.args
+        return (a / b)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        a, b = self.args
+        return (a.is_real and b.is_real and b.is_nonzero) or None
 
 
 class logcosh(_Unary):

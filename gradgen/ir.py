@@ -139,6 +139,8 @@ class InputIR:
         differentiable: whether a gradient is returned.
         is_integer: integer dtype (cast to the op's dtype where used).
         grad: local name of its gradient in the backward function, or None.
+        domain: ``(low, high)`` where tests and verification draw its values (declared
+            in the spec), or None for their default ranges.
     """
 
     name: str
@@ -148,6 +150,7 @@ class InputIR:
     differentiable: bool
     is_integer: bool
     grad: str | None
+    domain: tuple | None = None
 
 
 @dataclass(frozen=True)

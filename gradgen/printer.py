@@ -380,6 +380,13 @@ class TFPrinter(TensorflowPrinter):
     def _print_Recip(self, expr):
         return f"(1.0 / {self._divisor(expr.args[0])})"
 
+    def _print_Ratio(self, expr):
+        a, b = expr.args
+        left = self._print(a)
+        if not (a.is_Symbol or isinstance(a, sympy.Function) or isinstance(a, sympy.Pow)):
+            left = f"({left})"
+        return f"({left} / {self._divisor(b)})"
+
 
     def _print_Const(self, expr):
         coeff, rest = expr.value.as_coeff_Mul()
@@ -573,7 +580,11 @@ def print_value(printer: TFPrinter, value: ir.Value) -> str:
         target = list(shape) if shape is not None else f"tf.shape({args[1]})"
         return f"tf.broadcast_to({out}, {target})"
     if fn == "count":
-        dims = f"tf.gather(tf.shape({args[0]}), {list(value.param('axes'))})"
+        axes = value.param("axes")
+        if all(a < 0 for a in axes):  # a shape with `...`: tf.gather takes no index < 0
+            dims = " * ".join(f"tf.shape({args[0]})[{a}]" for a in axes)
+            return f"tf.cast({dims}, {dtype})"
+        dims = f"tf.gather(tf.shape({args[0]}), {list(axes)})"
         return f"tf.cast(tf.reduce_prod({dims}), {dtype})"
     raise AssertionError(fn)  # ir.Call validates fn
 

@@ -187,13 +187,13 @@ class OpViews:
 
 
 def test_cases(views: OpViews, sample_range) -> list[str]:
-    """The op's test cases as Python literals, sampling inputs from ``sample_range``."""
+    """The op's test cases as Python literals: inputs with a declared domain are drawn
+    from it, the others from ``sample_range`` (where verification sampled)."""
     low, high = sample_range or (0.5, 1.5)
-    ref = views.test.get("ref", views.test["name"])
     return [
-        literal((name, ref, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
-                 (low, high), solves))
-        for name, dtypes, flags, shapes, solves in views.cases
+        literal((name, tuple(dtypes), tuple(flags), tuple(tuple(s) for s in shapes),
+                 tuple(tuple(d) if d else None for d in domains), (low, high), solves))
+        for name, dtypes, flags, shapes, domains, solves in views.cases
     ]
 
 
@@ -233,8 +233,9 @@ def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> 
         ops: the ops' views (:class:`gradgen.views.OpViews`).
         cases: per op, its test cases as Python literals.
     """
-    views = [dict({"ref": v.test["name"], "ref_note": ""}, **v.test, cases=c)
-             for v, c in zip(ops, cases)]
+    views = [dict(v.test, cases=c) for v, c in zip(ops, cases)]
+    # one reference forward per op (a generic op's dtypes share it)
+    references = list({v["name"]: v for v in views}.values())
     return _environment().get_template("test_module.py.j2").render(
         version=meta.version,
         spec_path=meta.spec_path,
@@ -244,6 +245,7 @@ def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> 
         uses_math=any(v.test_math for v in ops),
         helpers=sorted({h for v in ops for h in v.test_helpers}),
         ops=views,
+        references=references,
     )
 
 

@@ -68,7 +68,8 @@ def literal(value) -> str:
     """The Python source of a literal whose value is ``value``.
 
     Args:
-        value: a str, int, bool, None, a finite float, or a tuple or list of these.
+        value: a str, int, bool, None, ``...`` (Ellipsis), a finite float, or a tuple
+            or list of these.
 
     Raises:
         TypeError: any other type, or a float that is not finite (``repr`` of inf is
@@ -76,6 +77,8 @@ def literal(value) -> str:
     """
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
+    if value is ...:
+        return "..."
     if isinstance(value, float):
         if not math.isfinite(value):
             raise TypeError(f"no Python literal for the float {value!r}")

@@ -16,7 +16,9 @@ functions without SymPy or TensorFlow:
 
 Dims are ``int`` (a known size), ``str`` (a named dim: one unknown size shared wherever the
 name appears) or :class:`Unknown` (``null``, or the result of broadcasting dims whose
-relation is only known at run time). Two ``Unknown`` dims are equal only if they are the
+relation is only known at run time). A shape may start with a :class:`Batch` (``...`` in
+a spec): any number of leading batch dims, so its rank is only known at trace time. Its
+dims after the ``...`` are its *core*; axes of such a shape count from the end. Two ``Unknown`` dims are equal only if they are the
 same dim (same token), which is what lets ``x * 2`` on a ``[null]`` input keep a static
 plan while ``[null, 3]`` against ``[null, 3]`` needs a dynamic one.
 """
@@ -44,7 +46,24 @@ class Unknown:
         return self.label
 
 
-Dim = Union[int, str, Unknown]
+@dataclass(frozen=True)
+class Batch:
+    """``...`` as the first entry of a shape: zero or more leading batch dims.
+
+    Batch dims broadcast across inputs as NumPy's do; two batches are the same (at run
+    time too) only if their tokens are, as for :class:`Unknown`.
+
+    Attributes:
+        token: identity (one per input's ``...``, and one per broadcast of two).
+    """
+
+    token: int
+
+    def __str__(self) -> str:
+        return "..."
+
+
+Dim = Union[int, str, Unknown, Batch]
 Shape = tuple[Dim, ...]
 
 
@@ -67,6 +86,10 @@ class DimFactory:
     def unknown(self, label: str = "None") -> Unknown:
         return Unknown(next(self._counter), label)
 
+    def batch(self) -> Batch:
+        """A fresh ``...`` (an input's own batch dims)."""
+        return Batch(next(self._counter))
+
     def hint(self, dim: Dim, size: int) -> None:
         """Record that an unknown or named ``dim`` must be ``size`` (or 1) at run time;
         :meth:`concrete` uses it to pick sizes that broadcast (for build-time checks)."""
@@ -79,17 +102,33 @@ class DimFactory:
             return dim
         return self.sizes.get(dim, default)
 
-    def joint(self, a: Dim, b: Dim) -> Unknown:
-        """The (memoized) unknown result of broadcasting ``a`` with ``b``."""
+    def joint(self, a: Dim, b: Dim) -> Unknown | Batch:
+        """The (memoized) unknown result of broadcasting ``a`` with ``b`` (a
+        :class:`Batch` for two batches)."""
         key = frozenset([a, b])
         if key not in self._joint:
-            self._joint[key] = self.unknown()
+            self._joint[key] = self.batch() if isinstance(a, Batch) else self.unknown()
         return self._joint[key]
 
 
 def is_known(dim: Dim) -> bool:
     """True for a literal size."""
     return isinstance(dim, int)
+
+
+def has_batch(shape: Shape) -> bool:
+    """True when ``shape`` starts with ``...`` (its rank is only known at trace time)."""
+    return bool(shape) and isinstance(shape[0], Batch)
+
+
+def core(shape: Shape) -> Shape:
+    """The dims after a leading ``...`` (all of them when there is none)."""
+    return tuple(shape[1:]) if has_batch(shape) else tuple(shape)
+
+
+def core_rank(shape: Shape) -> int:
+    """The number of dims after a leading ``...``: the rank, when there is none."""
+    return len(core(shape))
 
 
 def format_dim(dim: Dim) -> str:
@@ -139,10 +178,18 @@ def _known_of(a: Dim, b: Dim, factory: DimFactory) -> int | None:
 def broadcast(a: Shape, b: Shape, factory: DimFactory) -> Shape:
     """The broadcast of two declared shapes (aligned on the right, NumPy rules).
 
+    A shape with ``...`` broadcasts with one that has no more dims than its core, or
+    with another ``...`` shape of the same core rank: ``[..., 3]`` with ``[3]`` or
+    ``[..., 1]`` is ``[..., 3]``; the batch dims of two ``...`` shapes broadcast too.
+
     Raises:
         ShapeError: naming the axis (counted from the right as a negative index) and the
-            two dims when they can never broadcast.
+            two dims when they can never broadcast; shapes whose alignment depends on
+            the number of batch dims (``[..., 3]`` with ``[2, 3]``, or with
+            ``[..., n, 3]``).
     """
+    if has_batch(a) or has_batch(b):
+        return _broadcast_batched(a, b, factory)
     rank = max(len(a), len(b))
     pa = (1,) * (rank - len(a)) + tuple(a)
     pb = (1,) * (rank - len(b)) + tuple(b)
@@ -156,6 +203,33 @@ def broadcast(a: Shape, b: Shape, factory: DimFactory) -> Shape:
                 f"axis {i - rank}: {e}"
             ) from None
     return tuple(out)
+
+
+def _broadcast_batched(a: Shape, b: Shape, factory: DimFactory) -> Shape:
+    if has_batch(a) and has_batch(b):
+        if core_rank(a) != core_rank(b):
+            raise ShapeError(
+                f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast: both "
+                "start with '...' (any number of batch dims) but have different numbers "
+                "of dims after it, so which dims meet depends on the batch ranks"
+            )
+        batch = a[0] if a[0] == b[0] else factory.joint(a[0], b[0])
+    else:
+        batched, fixed = (a, b) if has_batch(a) else (b, a)
+        if len(fixed) > core_rank(batched):
+            raise ShapeError(
+                f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast: "
+                f"{format_shape(fixed)} has more dims than {format_shape(batched)} has "
+                "after '...', so its leading dims would meet the batch dims; start it "
+                "with '...' too"
+            )
+        batch = batched[0]
+    try:
+        return (batch,) + broadcast(core(a), core(b), factory)
+    except ShapeError as e:
+        raise ShapeError(
+            f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast: {e}"
+        ) from None
 
 
 def broadcast_all(shapes: list[Shape], factory: DimFactory) -> Shape:
@@ -216,6 +290,8 @@ def reduction_plan(input_shape: Shape, output_shape: Shape) -> ReductionPlan:
         ``[10, 1]`` to ``[10, 5]`` gives keep_axes ``(1,)``; ``[5]`` to ``[10, 5]`` gives
         drop_axes ``(0,)``; ``[null, 3]`` to a fresh ``[None, 3]`` is dynamic.
     """
+    if has_batch(input_shape) or has_batch(output_shape):
+        return _batched_plan(input_shape, output_shape)
     extra = len(output_shape) - len(input_shape)
     if extra < 0:
         raise ValueError(
@@ -237,12 +313,32 @@ def reduction_plan(input_shape: Shape, output_shape: Shape) -> ReductionPlan:
     return StaticReduction(drop, tuple(keep))
 
 
+def _batched_plan(input_shape: Shape, output_shape: Shape) -> ReductionPlan:
+    """Static only when the input has the output's very batch (the same ``...``) and
+    core rank: then only the core's size-1 dims are summed, at axes counted from the
+    end. Otherwise the batch dims to sum depend on run-time ranks and sizes."""
+    if not (
+        has_batch(input_shape)
+        and has_batch(output_shape)
+        and input_shape[0] == output_shape[0]
+        and core_rank(input_shape) == core_rank(output_shape)
+    ):
+        return DYNAMIC
+    plan = reduction_plan(core(input_shape), core(output_shape))
+    if isinstance(plan, DynamicReduction):
+        return plan
+    n = core_rank(input_shape)
+    return StaticReduction((), tuple(sorted((a - n for a in plan.keep_axes), reverse=True)))
+
+
 def describe_reduction(
     plan: ReductionPlan, input_shape: Shape, output_shape: Shape
 ) -> str:
     """One line for a code comment: which axes are summed and why."""
     src = f"{format_shape(input_shape)} from {format_shape(output_shape)}"
     if isinstance(plan, DynamicReduction):
+        if has_batch(output_shape):  # the two '...' may differ at run time
+            return f"unbroadcast {src}: batch dims and axes from run-time shapes"
         return f"unbroadcast {src}: axes from run-time shapes"
     parts = []
     if plan.drop_axes:
@@ -270,12 +366,37 @@ def unify(a: Dim, b: Dim, factory: DimFactory, what: str) -> Dim:
     raise ShapeError(f"{what}: {format_dim(a)} and {format_dim(b)} differ")
 
 
-def normalize_axes(axes, rank: int) -> tuple[int, ...]:
-    """Sorted non-negative axes for a tensor of ``rank``; negative axes count from the end.
+def normalize_axes(axes, rank: int, batched: bool = False) -> tuple[int, ...]:
+    """Axes for a tensor of ``rank`` in expansion order: sorted non-negative axes
+    (negative ones count from the end). For a shape with ``...`` (``batched``; ``rank``
+    is its core rank), axes count from the end and stay negative, sorted from the last
+    (``(-1, -3)``): expanding dims back in that order puts each where it was.
 
     Raises:
-        ShapeError: an axis out of range, or repeated.
+        ShapeError: an axis out of range, or repeated; a non-negative axis of a
+            ``batched`` shape.
     """
+    if batched:
+        for axis in axes:
+            if axis >= 0:
+                raise ShapeError(
+                    f"axis {axis} of a shape starting with '...' depends on the number "
+                    f"of batch dims; count axes from the end (axis={axis - rank} is "
+                    "the same axis when there are no batch dims)"
+                    if axis < rank else
+                    f"axis {axis} of a shape starting with '...' depends on the number "
+                    "of batch dims; count axes from the end (-1 is the last)"
+                )
+        out = []
+        for axis in axes:
+            if axis < -rank:
+                raise ShapeError(
+                    f"axis {axis} is out of range for the {rank} dims after '...'"
+                )
+            if axis in out:
+                raise ShapeError(f"axis {axis} is repeated")
+            out.append(axis)
+        return tuple(sorted(out, reverse=True))
     out = []
     for axis in axes:
         if not -rank <= axis < rank:
@@ -288,7 +409,12 @@ def normalize_axes(axes, rank: int) -> tuple[int, ...]:
 
 
 def reduce_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
-    """Shape after summing ``shape`` over normalized ``axes``."""
+    """Shape after summing ``shape`` over normalized ``axes`` (negative for a shape
+    with ``...``: those count within its core)."""
+    if has_batch(shape):
+        n = core_rank(shape)
+        axes = tuple(a + n for a in axes)
+        return shape[:1] + reduce_shape(core(shape), axes, keepdims)
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
@@ -300,7 +426,7 @@ def square_shape(shape: Shape, factory: DimFactory, what: str) -> Shape:
     Raises:
         ShapeError: rank < 2, or the last two dims are known to differ.
     """
-    if len(shape) < 2:
+    if core_rank(shape) < 2:
         raise ShapeError(f"{what} needs a matrix (rank >= 2); got {format_shape(shape)}")
     n = unify(shape[-2], shape[-1], factory, f"{what} needs square matrices")
     return shape[:-2] + (n, n)
@@ -323,6 +449,13 @@ def einsum_shape(
         raise ShapeError("einsum needs explicit subscripts with '->', like 'ij,jk->ik'")
     if "." in text:
         raise ShapeError("einsum ellipsis '...' is not supported; name every axis")
+    for shape in shapes:
+        if has_batch(shape):
+            raise ShapeError(
+                f"einsum of an operand of shape {format_shape(shape)} is not supported: "
+                "its rank depends on the batch dims ('...'); use '@', sum() and "
+                "transpose(), or declare its rank"
+            )
     lhs, out = text.split("->")
     inputs = lhs.split(",")
     for sub in inputs + [out]:
@@ -356,7 +489,7 @@ def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
         ShapeError: an operand has rank < 2, or the contracted dims are known to differ
             (different sizes or different names; a name and a size may be equal).
     """
-    if len(a) < 2 or len(b) < 2:
+    if core_rank(a) < 2 or core_rank(b) < 2:
         raise ShapeError(
             f"'@' needs operands of rank >= 2 (matrices over the last two axes); got "
             f"{format_shape(a)} @ {format_shape(b)}"
@@ -369,5 +502,10 @@ def matmul_shape(a: Shape, b: Shape, factory: DimFactory) -> Shape:
             f"contracted dims differ: {format_shape(a)} @ {format_shape(b)} contracts "
             f"{format_dim(ka)} with {format_dim(kb)}"
         ) from None
-    batch = broadcast(a[:-2], b[:-2], factory)
+    try:
+        batch = broadcast(a[:-2], b[:-2], factory)
+    except ShapeError as e:
+        raise ShapeError(
+            f"batch dims of {format_shape(a)} @ {format_shape(b)} do not broadcast: {e}"
+        ) from None
     return batch + (a[-2], b[-1])

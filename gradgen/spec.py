@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -57,9 +59,37 @@ FloatDType = Literal["float16", "bfloat16", "float32", "float64"]
 # `dtype: floating` (or a list of float dtypes): an op generated for each, following its
 # inputs' dtype like a TensorFlow op. Python numbers take the default (float32).
 FLOATING = "floating"
-DTypeSet = Union[
-    DType, Literal["floating"], Annotated[list[FloatDType], Field(min_length=1, max_length=4)]
-]
+
+
+def _check_dtype_set(value: Any) -> Any:
+    """One dtype, ``floating``, or a list of distinct float dtypes; one message for
+    anything else (not one per alternative)."""
+    if isinstance(value, str) and (value in DTYPES or value == FLOATING):
+        return value
+    if value == []:
+        raise ValueError("a list of dtypes must not be empty")
+    if isinstance(value, list) and all(isinstance(d, str) for d in value):
+        for d in value:
+            if d not in FLOAT_DTYPES:
+                hint = difflib.get_close_matches(d, FLOAT_DTYPES, n=1)
+                raise ValueError(
+                    f"a list of dtypes holds float dtypes ({', '.join(FLOAT_DTYPES)}); got "
+                    f"{_describe(d)}" + (f"; did you mean '{hint[0]}'?" if hint else "")
+                )
+        twice = [d for i, d in enumerate(value) if d in value[:i]]
+        if twice:
+            raise ValueError(f"dtype '{twice[0]}' is listed twice")
+        return value
+    hint = difflib.get_close_matches(value, DTYPES + (FLOATING,), n=1) if isinstance(
+        value, str) else []
+    raise ValueError(
+        f"expected a dtype ({', '.join(DTYPES)}), 'floating' (every float dtype) or a list "
+        f"of float dtypes; got {_describe(value)}"
+        + (f"; did you mean '{hint[0]}'?" if hint else "")
+    )
+
+
+DTypeSet = Annotated[Any, BeforeValidator(_check_dtype_set)]
 
 Loc = tuple[Union[str, int], ...]
 
@@ -84,9 +114,12 @@ def default_dtype(dtypes: tuple[str, ...]) -> str:
 # --------------------------------------------------------------------------- models
 
 
+BATCH = "..."  # a shape's first entry: any number of leading batch dims
+
+
 def _check_dim(value: Any) -> Any:
-    if value is None:
-        return None
+    if value is None or value == BATCH:
+        return value
     if isinstance(value, bool):
         raise ValueError(f"a dim is a size >= 0, null or a name; got {value!r}")
     if isinstance(value, int):
@@ -113,10 +146,21 @@ DimDecl = Annotated[
                 {"type": "integer", "minimum": 0},
                 {"type": "null"},
                 {"type": "string", "pattern": IDENTIFIER_RE.pattern},
+                {"const": BATCH},
             ]
         }
     ),
 ]
+
+
+def _check_shape(value: list) -> list:
+    if BATCH in value[1:]:
+        raise ValueError(
+            "'...' (any number of batch dims) may only be a shape's first entry, as in "
+            f"[..., n, n]; got it at index {value.index(BATCH, 1)}"
+        )
+    return value
+
 Name = Annotated[str, Field(pattern=IDENTIFIER_RE.pattern)]
 Expression = Annotated[str, Field(min_length=1, max_length=MAX_EXPRESSION_CHARS)]
 
@@ -125,19 +169,69 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+# `domain:` shorthands, as the ranges the tests and the build-time check draw from
+DOMAINS = {"positive": (0.1, 3.0), "negative": (-3.0, -0.1)}
+MAX_DOMAIN = 1e300  # a bound beyond this is not a range a test can draw from
+
+
+def _check_domain(value: Any) -> Any:
+    """``positive``, ``negative`` or ``[low, high]`` (finite numbers, low < high), as a
+    ``(low, high)`` pair of floats."""
+    if isinstance(value, str):
+        if value in DOMAINS:
+            return DOMAINS[value]
+        hint = difflib.get_close_matches(value, list(DOMAINS), n=1)
+        raise ValueError(
+            f"expected [low, high], 'positive' or 'negative'; got {_describe(value)}"
+            + (f"; did you mean '{hint[0]}'?" if hint else "")
+        )
+    numbers = (
+        isinstance(value, list) and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    )
+    if not numbers:
+        raise ValueError(
+            f"expected [low, high], 'positive' or 'negative'; got {_describe(value)}"
+        )
+    low, high = (float(v) for v in value)
+    if not all(abs(v) <= MAX_DOMAIN for v in (low, high)):
+        raise ValueError(f"a domain's bounds are finite numbers of magnitude at most "
+                         f"1e300; got [{low:g}, {high:g}]")
+    if not low < high:
+        raise ValueError(f"a domain [low, high] needs low < high; got [{low:g}, {high:g}]")
+    return (low, high)
+
+
+Domain = Annotated[
+    Any,
+    BeforeValidator(_check_domain),
+    WithJsonSchema({"anyOf": [
+        {"enum": sorted(DOMAINS)},
+        {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+    ]}),
+]
+
+
 class InputSpec(_Model):
     """One input of an op (long form; the shorthand ``x: [10, 1]`` means ``{shape: [10, 1]}``).
 
     Attributes:
-        shape: dims, each a size >= 0, ``None`` (unknown until run time) or a dim name.
+        shape: dims, each a size >= 0, ``None`` (unknown until run time) or a dim name;
+            the first may be ``"..."``: any number of leading batch dims.
         dtype: TF dtype name; ``None`` until resolved to the module's default.
         differentiable: whether a gradient is returned; ``None`` until resolved (true for
             float and complex dtypes, false for integers).
+        domain: ``(low, high)``: where the emitted tests and the build-time check draw
+            this input's values (``positive`` and ``negative`` stand for ranges, see
+            :data:`DOMAINS`); ``None``: their default ranges.
     """
 
-    shape: Annotated[list[DimDecl], Field(max_length=MAX_RANK)]
+    shape: Annotated[
+        list[DimDecl], Field(max_length=MAX_RANK), AfterValidator(_check_shape)
+    ]
     dtype: Optional[DType] = None
     differentiable: Optional[bool] = None
+    domain: Optional[Domain] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -785,10 +879,11 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
                         diag(loc, f"name '{name}' is already used in '{local[name]}'", True)
                     )
                 local.setdefault(name, section)
-        dims = {d for spec in op.inputs.values() for d in spec.shape if isinstance(d, str)}
+        dims = {d for spec in op.inputs.values() for d in spec.shape
+                if isinstance(d, str) and d != BATCH}
         for input_name, spec in op.inputs.items():
             for axis, d in enumerate(spec.shape):
-                if isinstance(d, str) and reserved_reason(d):
+                if isinstance(d, str) and d != BATCH and reserved_reason(d):
                     problems.append(
                         diag(base + ("inputs", input_name, "shape", axis),
                              f"dim name '{d}' is not allowed: {reserved_reason(d)}")
@@ -828,6 +923,12 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
                         "differentiated; drop 'differentiable: true' or use a float dtype",
                     )
                 )
+            if is_int and spec.domain and math.ceil(spec.domain[0]) > spec.domain[1]:
+                problems.append(diag(
+                    base + ("inputs", name, "domain"),
+                    f"input '{name}' has integer dtype {dtype}, and its domain "
+                    f"[{spec.domain[0]:g}, {spec.domain[1]:g}] holds no integer",
+                ))
             differentiable = (not is_int) if spec.differentiable is None else spec.differentiable
             inputs[name] = spec.model_copy(
                 update={"dtype": dtype, "differentiable": differentiable and not is_int}
@@ -880,8 +981,12 @@ _DESCRIPTIONS = {
     ("OpSpec", "memory"): "save (default): the gradient reuses forward values kept alive; "
     "recompute: it computes them again from the inputs, for a lower peak memory.",
     ("InputSpec", "shape"): "Dims: a size >= 0, null (known at run time) or a dim name "
-    "(the same size wherever the name appears in the op).",
+    "(the same size wherever the name appears in the op); the first may be '...': any "
+    "number of leading batch dims, broadcast across inputs as NumPy does.",
     ("InputSpec", "dtype"): "The input's dtype (default: the module's dtype).",
+    ("InputSpec", "domain"): "Where tests and the build-time check draw the input's "
+    "values: [low, high], positive ([0.1, 3]) or negative ([-3, -0.1]). The accuracy "
+    "audit still tries the dtype's extreme points.",
     ("InputSpec", "differentiable"): "Whether a gradient is returned (default: true for "
     "float and complex dtypes; integers are never differentiated).",
 }

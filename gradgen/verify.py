@@ -154,6 +154,7 @@ _NUMPY = {
     "_expm1": np.expm1,
     "_square": lambda x: x * x,
     "_recip": lambda x: 1 / x,
+    "_ratio": lambda a, b: a / b,
     "_logcosh": lambda x: np.logaddexp(x, -x) - math.log(2.0),
     "_log1mexp": _log1mexp,
     "_nan_outside": lambda value, cond: np.where(cond, value, np.nan),
@@ -176,6 +177,7 @@ _REPLACE = {
     fn.log1p: "_log1p",
     fn.Square: "_square",
     fn.Recip: "_recip",
+    fn.Ratio: "_ratio",
     fn.logcosh: "_logcosh",
     fn.log1mexp: "_log1mexp",
     fn.nan_outside: "_nan_outside",
@@ -479,9 +481,12 @@ def _verify(op: ir.OpIR) -> tuple[float, float] | None:
             inputs = {}
             for spec, shape in zip(op.inputs, shapes):
                 if spec.dtype in INT_DTYPES:
-                    inputs[spec.name] = rng.integers(1, 4, shape).astype(np.float64)
+                    lo, hi = (math.ceil(spec.domain[0]), math.floor(spec.domain[1])) if (
+                        spec.domain) else (1, 3)
+                    inputs[spec.name] = rng.integers(lo, hi + 1, shape).astype(np.float64)
                     continue
-                value = rng.uniform(low, high, shape)
+                # a declared domain, else the range tried now
+                value = rng.uniform(*(spec.domain or (low, high)), shape)
                 if complex_op:
                     value = value + 1j * rng.uniform(-0.3, 0.3, shape)
                 inputs[spec.name] = value

@@ -15,6 +15,7 @@ from . import ir
 from .printer import PrintError, TFPrinter, print_value, with_dependencies
 from .spec import default_dtype
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
+from .safe import literal
 
 
 class RenderError(Exception):
@@ -188,12 +189,11 @@ def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
 
 
 def generic_test_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> list[OpViews]:
-    """The emitted tests' views of a generic op: one reference forward per dtype (its
-    constants are the dtype's), each with that dtype's cases."""
+    """The emitted tests' views of a generic op: each dtype's cases, all with the one
+    reference forward (in float64)."""
     return [
         OpViews(module=v.module, uses_math=v.uses_math, helpers=v.helpers,
-                test=dict(v.test, ref=f"{v.test['name']}_{d}", ref_note=f" in {d}",
-                          range_key=f"{v.test['name']} ({d})"),
+                test=dict(v.test, range_key=f"{v.test['name']} ({d})"),
                 test_math=v.test_math, test_helpers=v.test_helpers, cases=v.cases)
         for d, v in zip(dtypes, variants)
     ]
@@ -228,7 +228,7 @@ def _checks(op: ir.OpIR, dtypes: tuple | None = None) -> list[str]:
     checks += [
         f"{i.name} = _check_input({op.name!r}, {i.name!r}, {i.name}, "
         f"{dtype if dtypes and not i.is_integer else 'tf.' + i.dtype}, "
-        f"{list(i.declared)!r})"
+        f"{literal(list(i.declared))})"
         for i in op.inputs
     ]
     if op.named_dims:
@@ -286,7 +286,12 @@ def op_views(op: ir.OpIR) -> OpViews:
             f"({outputs[0]},)" if len(outputs) == 1 else "(" + ", ".join(outputs) + ")"
         ),
     }
-    test_printer = TFPrinter(op.dtype)
+    # the forward as written, in float64 (complex128): the emitted tests compare the op,
+    # in its own dtype, with its autodiff and its central differences there, which
+    # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)
+    # and do not overflow where the naive form would in the op's dtype
+    test_printer = TFPrinter("complex128" if op.dtype in ("complex64", "complex128")
+                             else "float64")
     reference = _statements(test_printer, op.reference, op, "the reference forward", indent=4)
     outputs = [o.name for o in op.outputs]
     test = {
@@ -295,9 +300,10 @@ def op_views(op: ir.OpIR) -> OpViews:
         "reference": reference,
         "returns": outputs[0] if op.single else "(" + ", ".join(outputs) + ",)",
     }
+    domains = [list(i.domain) if i.domain else None for i in op.inputs]
     cases = [
         [op.name, [i.dtype for i in op.inputs], [i.differentiable for i in op.inputs],
-         [list(s) for s in shapes], op.solves]
+         [list(s) for s in shapes], domains, op.solves]
         for shapes in op.example_shapes
     ]
     return OpViews(

@@ -528,6 +528,7 @@ def _spec_path(example: str) -> Path:
 def op_views_json(record: str, index: int) -> dict:
     """The views of one op of a record (derived and printed now), as JSON data."""
     from gradgen.derive import derive_op
+    from gradgen.errors import SpecError
     from gradgen.spec import parse_spec
     from gradgen.views import op_views
 
@@ -537,7 +538,10 @@ def op_views_json(record: str, index: int) -> dict:
     if dtype:
         text = yaml.safe_dump(dict(yaml.safe_load(text), dtype=dtype), sort_keys=False)
     doc = parse_spec(text.encode(), str(path.relative_to(ROOT)))
-    return op_views(derive_op(doc, index)).to_json()
+    try:
+        return op_views(derive_op(doc, index)).to_json()
+    except SpecError as e:  # a function without a kernel in this dtype: the refusal
+        return {"refused": str(e)}
 
 
 def views_golden_path(record: str) -> Path:

@@ -42,3 +42,16 @@ def test_readme_lists_every_stable_rule():
 
     for rule in RULES:
         assert f"| `{rule.name}` |" in README
+
+
+def test_readme_python_api_example_runs(tf):
+    """The Python API section's example, run as a doctest (a SymPy object included)."""
+    import doctest
+
+    section = README[README.index("## Python API"):]
+    block = re.search(r"```pycon\n(.*?)```", section, flags=re.S).group(1)
+    test = doctest.DocTestParser().get_doctest(block, {}, "README Python API", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert test.examples and "sympy" in block

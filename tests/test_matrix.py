@@ -132,3 +132,41 @@ def test_code_is_matrix_level():
                  "tf.linalg.inv(", "tf.linalg.trace(", "tf.linalg.det("):
         assert call in text, call
     assert "for " not in text.split("def sandwich(")[1].split("def ")[0]  # no loops
+
+
+@pytest.mark.parametrize(
+    "output, dtype, kernel",
+    [
+        ("inverse(A)", "bfloat16", "no bfloat16 kernel for MatrixInverse"),
+        ("det(A)", "float16", "no float16 or bfloat16 kernel for MatrixDeterminant and Svd"),
+        ("det(A)", "bfloat16", "no float16 or bfloat16 kernel for MatrixDeterminant and Svd"),
+        ("log(det(A))", "bfloat16", "no bfloat16 kernel for Qr and MatrixInverse"),
+    ],
+)
+def test_matrix_functions_without_a_kernel_in_the_dtype_are_refused(
+    tmp_path, output, dtype, kernel
+):
+    """TensorFlow would raise "Value for attr 'T' of bfloat16 is not in the list of
+    allowed values" when the op is called; the build says so first, at the function."""
+    from gradgen.emit import generate
+    from gradgen.errors import SpecError
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "version: 1\nmodule: m\ndtype: [float32, " + dtype + "]\nops:\n  - name: f\n"
+        "    inputs: {A: [..., 3, 3]}\n    output: " + output + "\n"
+    )
+    with pytest.raises(SpecError) as e:
+        generate([str(spec)], str(tmp_path), verify=False)
+    assert str(e.value).startswith(f"{spec}:7:13: error: op 'f', field 'output': ")
+    assert f"cannot compute in {dtype}: TensorFlow has {kernel}" in str(e.value)
+
+
+def test_inverse_in_float16_runs(tf, build):
+    module = build("version: 1\nmodule: inv16\ndtype: [float16, float32]\nops:\n"
+                   "  - name: f\n    inputs: {A: [..., 2, 2]}\n    output: inverse(A)\n")
+    a = tf.constant([[2.0, 0.0], [1.0, 4.0]], tf.float16)
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        y = module.f(a)
+    assert y.dtype == tape.gradient(y, a).dtype == tf.float16

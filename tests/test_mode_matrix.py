@@ -38,11 +38,18 @@ CASES = _cases()
 
 
 def _setup(tf, stem, case, seed=0):
-    name, ref, dtypes, differentiable, shapes, domain, solves = case
+    name, dtypes, differentiable, shapes, domains, domain, solves = case
     module = _load(ROOT / "tests" / "generated" / f"{stem}.py")
     # drawn where the forward as written is finite (log(exp(a) - exp(b)) needs a > b)
-    inputs = module._finite_inputs(ref, dtypes, shapes, domain, solves, seed=seed)
+    inputs = module._finite_inputs(name, dtypes, shapes, domains, domain, solves, seed=seed)
     return module, name, [x.numpy() for x in inputs], differentiable
+
+
+def _wide(arrays):
+    """Float arrays in float64, complex ones in complex128 (the references' dtypes)."""
+    return [x.astype(np.complex128) if np.iscomplexobj(x) else
+            x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
+            for x in arrays]
 
 
 def _no_xla_kernel(module, name, dtype) -> bool:
@@ -60,17 +67,20 @@ def _no_xla_kernel(module, name, dtype) -> bool:
 @pytest.mark.parametrize("stem, case", CASES, ids=[f"{c[0]}" for _, c in CASES])
 def test_every_op_in_every_mode(tf, stem, case, mode):
     module, name, inputs, differentiable = _setup(tf, stem, case)
-    if mode == "xla" and _no_xla_kernel(module, name, case[2][0]):
+    if mode == "xla" and _no_xla_kernel(module, name, case[1][0]):
         pytest.skip("TensorFlow has no XLA kernel for det or a complex matrix inverse")
-    reference = module.REFERENCES[case[1]]
-    ref = reference(*[tf.constant(x) for x in inputs])
-    ref = ref if isinstance(ref, tuple) else (ref,)
+    reference = module.REFERENCES[name]  # the forward as written, in float64 (complex128)
+    op_outs = getattr(module.ops, name)(*inputs)
+    op_outs = op_outs if isinstance(op_outs, tuple) else (op_outs,)
     rng = np.random.default_rng(3)
-    upstreams = [rng.normal(size=r.shape).astype(r.dtype.as_numpy_dtype) for r in ref]
+    wide_upstreams = [rng.normal(size=o.shape) for o in op_outs]
+    upstreams = [u.astype(o.dtype.as_numpy_dtype) for u, o in zip(wide_upstreams, op_outs)]
     declared = [[None] * np.ndim(x) for x in inputs]
     outs, grads = run(tf, getattr(module.ops, name), inputs, upstreams, mode, declared)
-    ref_outs, ref_grads = run(tf, reference, inputs, upstreams, "eager")
-    dtype = case[2][0] if not case[2][0].startswith("int") else "float32"
+    ref_outs, ref_grads = run(tf, reference, _wide(inputs), [
+        u.astype(np.complex128) if o.dtype.is_complex else u
+        for u, o in zip(wide_upstreams, op_outs)], "eager")
+    dtype = case[1][0] if not case[1][0].startswith("int") else "float32"
     rtol, atol = module.AUTODIFF_RTOL[dtype], module.AUTODIFF_ATOL[dtype]
     for got, want in zip(outs, ref_outs):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
@@ -97,8 +107,9 @@ SECOND_ORDER_TOL = {
 def test_every_op_second_order(tf, stem, case):
     module, name, inputs, differentiable = _setup(tf, stem, case, seed=5)
     results = []
-    for fn in (getattr(module.ops, name), module.REFERENCES[case[1]]):
-        args = [tf.constant(x) for x in inputs]
+    for fn, values in ((getattr(module.ops, name), inputs),
+                       (module.REFERENCES[name], _wide(inputs))):
+        args = [tf.constant(x) for x in values]
         watched = [a for a, on in zip(args, differentiable) if on]
         with tf.GradientTape(persistent=True) as outer:
             outer.watch(watched)
@@ -113,7 +124,7 @@ def test_every_op_second_order(tf, stem, case):
                                   for g in first if g is not None])
         second = outer.gradient(first_sum, watched)
         results.append([None if g is None else g.numpy() for g in second])
-    rtol, atol = SECOND_ORDER_TOL[case[2][0]]
+    rtol, atol = SECOND_ORDER_TOL[case[1][0]]
     for (got, want), x in zip(zip(*results), [a for a, on in zip(inputs, differentiable) if on]):
         got = np.zeros(np.shape(x)) if got is None else got
         want = np.zeros(np.shape(x)) if want is None else want

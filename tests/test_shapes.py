@@ -671,3 +671,122 @@ def test_matmul_shape_errors(a, b, message):
 def test_matmul_shape_batch_error():
     message = shape_error(sh.matmul_shape, (2, 2, 3), (3, 3, 4), fresh())
     assert message.endswith("do not broadcast at axis -1: sizes 2 and 3 differ and neither is 1")
+
+
+# --- the batch wildcard `...` -------------------------------------------------------------
+
+BA, BC = sh.Batch(100), sh.Batch(101)  # two inputs' own `...`
+
+
+def test_batch_dims_read_as_the_ellipsis():
+    assert sh.format_shape((BA, "n", 3)) == "[..., n, 3]"
+    assert sh.has_batch((BA,)) and not sh.has_batch((3,)) and not sh.has_batch(())
+    assert sh.core((BA, "n", 3)) == ("n", 3) and sh.core((2, 3)) == (2, 3)
+    assert sh.core_rank((BA,)) == 0
+    assert not sh.is_static((BA, 3))
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ((BA, 3), (3,), (BA, 3)),
+        ((BA, 3), (), (BA, 3)),
+        ((3,), (BA, 1), (BA, 3)),
+        ((BA,), (), (BA,)),
+        ((BA, 1, 3), (4, 1), (BA, 4, 3)),
+        ((BA, 3), (BA, 3), (BA, 3)),  # the same `...`: the same batch
+    ],
+)
+def test_broadcast_with_batch(a, b, expected):
+    assert sh.broadcast(a, b, sh.DimFactory()) == expected
+
+
+def test_broadcast_of_two_batches_is_a_new_memoized_batch():
+    f = sh.DimFactory()
+    joint = sh.broadcast((BA, 3), (BC, 1), f)
+    assert isinstance(joint[0], sh.Batch) and joint[0] not in (BA, BC)
+    assert joint[1:] == (3,)
+    assert sh.broadcast((BC, 3), (BA, 3), f) == joint
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        ((BA, 3), (2, 3), "shapes [..., 3] and [2, 3] do not broadcast: [2, 3] has more "
+         "dims than [..., 3] has after '...', so its leading dims would meet the batch "
+         "dims; start it with '...' too"),
+        ((BA, 3), (BC, 2, 3), "shapes [..., 3] and [..., 2, 3] do not broadcast: both "
+         "start with '...' (any number of batch dims) but have different numbers of dims "
+         "after it, so which dims meet depends on the batch ranks"),
+        ((BA, 3), (4,), "shapes [..., 3] and [4] do not broadcast: shapes [3] and [4] do "
+         "not broadcast at axis -1: sizes 3 and 4 differ and neither is 1"),
+    ],
+)
+def test_broadcast_with_batch_errors(a, b, message):
+    assert shape_error(sh.broadcast, a, b, sh.DimFactory()) == message
+
+
+@pytest.mark.parametrize(
+    "input_shape, output_shape, plan",
+    [
+        ((BA, 3), (BA, 3), S()),
+        ((BA, 1, 3), (BA, 4, 3), S((), (-2,))),
+        ((BA, 1, 1), (BA, 4, 3), S((), (-1, -2))),  # from the last: expansion order
+        ((BA, 3), (BC, 3), DYN),  # another batch: it may have been broadcast
+        ((3,), (BA, 3), DYN),  # the batch's rank is only known at trace time
+        ((), (BA,), DYN),
+        ((BA, "n"), (BA, N1), DYN),
+    ],
+)
+def test_reduction_plan_with_batch(input_shape, output_shape, plan):
+    assert sh.reduction_plan(input_shape, output_shape) == plan
+
+
+def test_describe_reduction_with_batch():
+    assert sh.describe_reduction(DYN, (3,), (BA, 3)) == (
+        "unbroadcast [3] from [..., 3]: batch dims and axes from run-time shapes"
+    )
+    assert sh.describe_reduction(S((), (-2,)), (BA, 1, 3), (BA, 4, 3)) == (
+        "unbroadcast [..., 1, 3] from [..., 4, 3]: sum axes [-2] keeping dims (size-1 dims)"
+    )
+
+
+@pytest.mark.parametrize(
+    "axes, rank, expected",
+    [((-1,), 1, (-1,)), ((-3, -1), 3, (-1, -3)), ((-1, -2), 2, (-1, -2)), ((), 0, ())],
+)
+def test_normalize_axes_with_batch_count_from_the_end(axes, rank, expected):
+    assert sh.normalize_axes(axes, rank, batched=True) == expected
+
+
+@pytest.mark.parametrize(
+    "axes, rank, message",
+    [
+        ((0,), 2, "axis 0 of a shape starting with '...' depends on the number of batch "
+         "dims; count axes from the end (axis=-2 is the same axis when there are no batch "
+         "dims)"),
+        ((5,), 2, "axis 5 of a shape starting with '...' depends on the number of batch "
+         "dims; count axes from the end (-1 is the last)"),
+        ((-3,), 2, "axis -3 is out of range for the 2 dims after '...'"),
+        ((-1, -1), 2, "axis -1 is repeated"),
+    ],
+)
+def test_normalize_axes_with_batch_errors(axes, rank, message):
+    assert shape_error(sh.normalize_axes, axes, rank, True) == message
+
+
+def test_reduce_shape_with_batch():
+    assert sh.reduce_shape((BA, 2, 3), (-1,), False) == (BA, 2)
+    assert sh.reduce_shape((BA, 2, 3), (-1, -2), True) == (BA, 1, 1)
+
+
+def test_matrix_shapes_with_batch():
+    f = sh.DimFactory()
+    assert sh.square_shape((BA, "n", "n"), f, "det()") == (BA, "n", "n")
+    assert sh.matmul_shape((BA, 2, 3), (3, 4), f) == (BA, 2, 4)
+    assert shape_error(sh.square_shape, (BA, 3), f, "det()") == (
+        "det() needs a matrix (rank >= 2); got [..., 3]"
+    )
+    assert "its rank depends on the batch dims" in shape_error(
+        sh.einsum_shape, "ij->i", [(BA, 2, 2)], f
+    )

@@ -150,10 +150,15 @@ ELEMENTWISE = sorted(CASES)
 @pytest.fixture(scope="module")
 def modules(build):
     spec = yaml.safe_load(SPEC.read_text())
+    # TensorFlow has no half-precision det kernel: the det ops are refused in those
+    # dtypes (tests/test_matrix.py), and checked here in float32 and float64
+    half = [op for op in spec["ops"] if op["name"] not in ("det3", "det_batch", "det_any")]
     return {
         dtype: build(
             yaml.safe_dump(
-                dict(spec, dtype=dtype, module=f"special_{dtype}"), sort_keys=False
+                dict(spec, dtype=dtype, module=f"special_{dtype}",
+                     ops=half if dtype in ("float16", "bfloat16") else spec["ops"]),
+                sort_keys=False,
             ),
             audit=False,
         )
