@@ -546,16 +546,13 @@ def _det_small_vjp(A, B, s):
     out = det * s + det_1
 
     def grad(upstream):
-        # d(out)/d(det_1) = 1  (det_small.output)
-        #   unbroadcast [] from [2]: sum leading axes [0] (rank extension)
+        # unbroadcast [] from [2]: sum leading axes [0] (rank extension)
         grad_det_1 = tf.reduce_sum(upstream, axis=[0])
-        # d(out)/d(det) = s  (det_small.output)
         grad_det = upstream * tf.math.conj(s)
         # VJP of det (det): grad_det * conj(cofactor(A))  (det_small.output)
         grad_A = grad_det[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(A))
         # VJP of det_1 (det): grad_det_1 * conj(cofactor(B))  (det_small.output)
         grad_B = grad_det_1[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(B))
-        # d(out)/d(s) = det(A)  (det_small.output)
         grad_s = upstream * tf.math.conj(det)
         return grad_A, grad_B, grad_s
 
@@ -670,14 +667,11 @@ def transpose_trace(A, B):
 
     Forward (complex128):
         C = (transpose(A) @ B)
-        t = trace(((transpose(A) @ B) @ (transpose(A) @ B)))
-        s = mean(A, axis=[1, 2], keepdims=True) + sum((transpose(A) @ B)*transpose(B),
-            axis=[2], keepdims=True)
+        t = trace((C @ C))
+        s = mean(A, axis=[1, 2], keepdims=True) + sum(C*transpose(B), axis=[2],
+            keepdims=True)
 
     Vector-Jacobian products of the matrix operations:
-        VJP of average w.r.t. A: grad_average broadcast, divided by the count over axes
-            [1, 2]
-        VJP of total w.r.t. C*transposed_1: upstream_s broadcast over axes [2]
         VJP of transposed_1 w.r.t. B: transpose(grad_transposed_1)
         VJP of t w.r.t. product: upstream_t * I
         VJP of product w.r.t. C: grad_product @ adjoint(C)
@@ -685,6 +679,11 @@ def transpose_trace(A, B):
         VJP of C w.r.t. transposed: grad_C @ adjoint(B)
         VJP of C w.r.t. B: adjoint(transposed) @ grad_C
         VJP of transposed w.r.t. A: transpose(grad_transposed)
+
+    Vector-Jacobian products of the reductions:
+        VJP of average w.r.t. A: grad_average broadcast, divided by the count over axes
+            [1, 2]
+        VJP of total w.r.t. C*transposed_1: upstream_s broadcast over axes [2]
 
     Accuracy audit: not run (complex128 ops are not audited).
 
@@ -734,21 +733,18 @@ def _transpose_trace_vjp(A, B):
     s = average + total
 
     def grad(upstream_t, upstream_s):
-        # d(s)/d(average) = 1  (transpose_trace.outputs.s)
-        #   unbroadcast [batch, 1, 1] from [batch, 3, 1]: sum axes [1] keeping dims
+        # unbroadcast [batch, 1, 1] from [batch, 3, 1]: sum axes [1] keeping dims
         #     (size-1 dims)
         grad_average = tf.reduce_sum(upstream_s, axis=[1], keepdims=True)
         # VJP of total (sum): upstream_s broadcast over axes [2]
         #     (transpose_trace.outputs.s)
         grad_total_arg = tf.broadcast_to(upstream_s, tf.shape(t_1))
-        # d(total operand)/d(transposed_1) = C  (transpose_trace.outputs.s)
-        #   unbroadcast [3, 3] from [batch, 3, 3]: sum leading axes [0] (rank extension)
+        # unbroadcast [3, 3] from [batch, 3, 3]: sum leading axes [0] (rank extension)
         grad_transposed_1 = tf.reduce_sum(grad_total_arg * tf.math.conj(C), axis=[0])
         # VJP of t (trace): upstream_t * I  (transpose_trace.outputs.t)
         grad_product = upstream_t[..., tf.newaxis, tf.newaxis] * tf.eye(
             3, dtype=tf.complex128
         )
-        # d(total operand)/d(C) = transpose(B)  (transpose_trace.outputs.s)
         # VJP of product (matmul): grad_product @ adjoint(C)
         #     (transpose_trace.outputs.t)
         # VJP of product (matmul): adjoint(C) @ grad_product

@@ -286,8 +286,7 @@ def _floor_mix_vjp(x, y):
     out = floor_x * y + x
 
     def grad(upstream):
-        # d(out)/d(x) = 1  (floor_mix.output)
-        #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
+        # unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x = _unbroadcast(upstream, x)
         # d(out)/d(y) = floor(x)  (floor_mix.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
@@ -340,8 +339,7 @@ def _ceiling_mix_vjp(x, y):
     out = ceiling_x * y - x
 
     def grad(upstream):
-        # d(out)/d(x) = -1  (ceiling_mix.output)
-        #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
+        # unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x = _unbroadcast(-upstream, x)
         # d(out)/d(y) = ceiling(x)  (ceiling_mix.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
@@ -358,8 +356,8 @@ def maximum(x, y):
         out = Max(x, y)
 
     Partial derivatives:
-        d(out)/d(x) = [Eq(x, y)]/2 + [x > y]
-        d(out)/d(y) = [Eq(x, y)]/2 + [x < y]
+        d(out)/d(x) = [x == y]/2 + [x > y]
+        d(out)/d(y) = [x < y] + [x == y]/2
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
         is; worst error at most 1 of 24 bits.
@@ -394,10 +392,10 @@ def _maximum_vjp(x, y):
 
     def grad(upstream):
         t = 0.5 * tf.cast(tf.math.equal(x, y), tf.float32)
-        # d(out)/d(x) = [Eq(x, y)]/2 + [x > y]  (maximum.output)
+        # d(out)/d(x) = [x == y]/2 + [x > y]  (maximum.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x = _unbroadcast(upstream * (t + tf.cast(x > y, tf.float32)), x)
-        # d(out)/d(y) = [Eq(x, y)]/2 + [x < y]  (maximum.output)
+        # d(out)/d(y) = [x < y] + [x == y]/2  (maximum.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_y = _unbroadcast(upstream * (t + tf.cast(x < y, tf.float32)), y)
         return grad_x, grad_y
@@ -412,12 +410,12 @@ def minimum3(x, y, z):
         out = Min(x, y, z)
 
     Partial derivatives:
-        d(out)/d(x) = [Eq(x, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-            z))] + [Eq(z, Min(x, y, z))])
-        d(out)/d(y) = [Eq(y, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-            z))] + [Eq(z, Min(x, y, z))])
-        d(out)/d(z) = [Eq(z, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-            z))] + [Eq(z, Min(x, y, z))])
+        d(out)/d(x) = [x == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+            [z == Min(x, y, z)])
+        d(out)/d(y) = [y == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+            [z == Min(x, y, z)])
+        d(out)/d(z) = [z == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+            [z == Min(x, y, z)])
 
     Stable forms and guards used:
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
@@ -467,16 +465,16 @@ def _minimum3_vjp(x, y, z):
             1.0 / (t + t_1 + t_2),
             0.0,
         )
-        # d(out)/d(x) = [Eq(x, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-        #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
+        # d(out)/d(x) = [x == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+        #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x = _unbroadcast(t * t_3, x)
-        # d(out)/d(y) = [Eq(y, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-        #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
+        # d(out)/d(y) = [y == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+        #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_y = _unbroadcast(t_1 * t_3, y)
-        # d(out)/d(z) = [Eq(z, Min(x, y, z))]/([Eq(x, Min(x, y, z))] + [Eq(y, Min(x, y,
-        #     z))] + [Eq(z, Min(x, y, z))])  (minimum3.output)
+        # d(out)/d(z) = [z == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
+        #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_z = _unbroadcast(t_2 * t_3, z)
         return grad_x, grad_y, grad_z
@@ -491,7 +489,7 @@ def clip01(x):
         out = Min(1, Max(0, x))
 
     Partial derivatives:
-        d(out)/d(x) = ([Eq(Max(0, x), 1)]/2 + [Max(0, x) < 1])*([Eq(x, 0)]/2 + [x > 0])
+        d(out)/d(x) = ([Max(0, x) < 1] + [Max(0, x) == 1]/2)*([x == 0]/2 + [x > 0])
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
         is; worst error at most 1 of 24 bits.
@@ -524,8 +522,8 @@ def _clip01_vjp(x):
     out = tf.math.minimum(t, 1.0)
 
     def grad(upstream):
-        # d(out)/d(x) = ([Eq(Max(0, x), 1)]/2 + [Max(0, x) < 1])*([Eq(x, 0)]/2 + [x >
-        #     0])  (clip01.output)
+        # d(out)/d(x) = ([Max(0, x) < 1] + [Max(0, x) == 1]/2)*([x == 0]/2 + [x > 0])
+        #     (clip01.output)
         grad_x = (
             upstream
             * (
@@ -599,7 +597,7 @@ def relu(x):
     """The `relu` op.
 
     Forward (float32):
-        out = Piecewise((x, x > 0), (0, True))
+        out = where(x > 0, x, 0)
 
     Partial derivatives:
         d(out)/d(x) = [x > 0]
@@ -646,10 +644,10 @@ def huber(r):
     """The `huber` op.
 
     Forward (float32):
-        out = Piecewise((r**2/2, Abs(r) <= 1), (Abs(r) - 1/2, True))
+        out = where(Abs(r) <= 1, r**2/2, Abs(r) - 1/2)
 
     Partial derivatives:
-        d(out)/d(r) = Piecewise((r, Abs(r) <= 1), (sign(r), True))
+        d(out)/d(r) = where(Abs(r) <= 1, r, sign(r))
 
     Accuracy audit (float32, 143 points): the gradient is finite wherever the exact one
         is; worst error at most 1 of 24 bits.
@@ -683,7 +681,7 @@ def _huber_vjp(r):
     out = tf.where(mask, 0.5 * r * r, abs_r - 0.5)
 
     def grad(upstream):
-        # d(out)/d(r) = Piecewise((r, Abs(r) <= 1), (sign(r), True))  (huber.output)
+        # d(out)/d(r) = where(Abs(r) <= 1, r, sign(r))  (huber.output)
         grad_r = upstream * tf.where(mask, r, tf.math.sign(r))
         return grad_r
 

@@ -442,10 +442,12 @@ def quadratic_form(x, W):
         d(out operand)/d(x) = (x @ transpose(W))
 
     Vector-Jacobian products of the matrix operations:
-        VJP of out w.r.t. product*x: upstream broadcast over axes [1]
         VJP of product w.r.t. x: grad_product @ transpose(transposed)
         VJP of product w.r.t. transposed: transpose(x) @ grad_product
         VJP of transposed w.r.t. W: transpose(grad_transposed)
+
+    Vector-Jacobian products of the reductions:
+        VJP of out w.r.t. product*x: upstream broadcast over axes [1]
 
     Accuracy audit: not run (tensor operations (matmul, reduce_sum, transpose): only
         elementwise ops are audited).
@@ -489,11 +491,9 @@ def _quadratic_form_vjp(x, W):
     def grad(upstream):
         # VJP of out (sum): upstream broadcast over axes [1]  (quadratic_form.output)
         grad_out_arg = tf.broadcast_to(tf.expand_dims(upstream, 1), tf.shape(t))
-        # d(out operand)/d(product) = x  (quadratic_form.output)
         grad_product = grad_out_arg * x
         # VJP of product (matmul): transpose(x) @ grad_product  (quadratic_form.output)
         grad_transposed = tf.linalg.matmul(x, grad_product, transpose_a=True)
-        # d(out operand)/d(x) = (x @ transpose(W))  (quadratic_form.output)
         # VJP of product (matmul): grad_product @ transpose(transposed)
         #     (quadratic_form.output)
         grad_x = grad_out_arg * product + tf.linalg.matmul(
@@ -605,7 +605,6 @@ def _attention_scores_vjp(q, k, scale):
     out = contraction * scale
 
     def grad(upstream):
-        # d(out)/d(contraction) = scale  (attention_scores.output)
         grad_contraction = scale * upstream
         # VJP of contraction (einsum): einsum('bqk,bkd->bqd', ...)
         #     (attention_scores.output)
@@ -635,10 +634,12 @@ def layer(x, w, bias):
             (1 - x**2 = (1 - x)*(1 + x))
 
     Vector-Jacobian products of the matrix operations:
-        VJP of average w.r.t. tanh(bias + product): upstream_average broadcast, divided
-            by the count over axes [1]
         VJP of product w.r.t. x: grad_product @ transpose(w)
         VJP of product w.r.t. w: transpose(x) @ grad_product
+
+    Vector-Jacobian products of the reductions:
+        VJP of average w.r.t. tanh(bias + product): upstream_average broadcast, divided
+            by the count over axes [1]
 
     Accuracy audit: not run (tensor operations (matmul, reduce_mean): only elementwise
         ops are audited).

@@ -221,17 +221,15 @@ def layer_norm(x):
     Forward (float32):
         mu = mean(x, axis=[1], keepdims=True)
         d = -mu + x
-        out = d/sqrt(mean((-mean(x, axis=[1], keepdims=True) + x)**2, axis=[1],
-            keepdims=True) + 1.0e-5)
+        out = d/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) + 1e-05)
 
     Partial derivatives:
-        d(out)/d(x) = 1/sqrt(mean((-mean(x, axis=[1], keepdims=True) + x)**2, axis=[1],
-            keepdims=True) + 1.0e-5)
+        d(out)/d(x) = 1/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) + 1e-05)
         d(average operand)/d(x) = -2*mu + 2*x
 
     Memory: the gradient recomputes forward values from the inputs.
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of average w.r.t. (-mu + x)**2: grad_average broadcast, divided by the count
             over axes [1]
         VJP of mu w.r.t. x: grad_mu broadcast, divided by the count over axes [1]
@@ -285,8 +283,8 @@ def _layer_norm_vjp(x):
             t = average + 1e-05
             t_1 = tf.math.rsqrt(t)
             out = d * t_1
-            # d(out)/d(average) = -d/(2*(mean((-mean(x, axis=[1], keepdims=True) +
-            #     x)**2, axis=[1], keepdims=True) + 1.0e-5)**(3/2))  (layer_norm.output)
+            # d(out)/d(average) = -d/(2*(mean((-mu + x)**2, axis=[1], keepdims=True) +
+            #     1e-05)**(3/2))  (layer_norm.output)
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
             grad_average = tf.reduce_sum(
@@ -297,16 +295,16 @@ def _layer_norm_vjp(x):
             grad_average_arg = tf.broadcast_to(0.0625 * grad_average, tf.shape(d_sq))
             t_2 = t_1 * upstream
             t_3 = 2.0 * mu - 2.0 * x
-            # d(out)/d(mu) = -1/sqrt(mean((-mean(x, axis=[1], keepdims=True) + x)**2,
-            #     axis=[1], keepdims=True) + 1.0e-5)  (layer_norm.output)
+            # d(out)/d(mu) = -1/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) +
+            #     1e-05)  (layer_norm.output)
             # d(average operand)/d(mu) = 2*mu - 2*x  (layer_norm.output)
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
             grad_mu = tf.reduce_sum(
                 grad_average_arg * t_3 - t_2, axis=[1], keepdims=True
             )
-            # d(out)/d(x) = 1/sqrt(mean((-mean(x, axis=[1], keepdims=True) + x)**2,
-            #     axis=[1], keepdims=True) + 1.0e-5)  (layer_norm.output)
+            # d(out)/d(x) = 1/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) + 1e-05)
+            #     (layer_norm.output)
             # d(average operand)/d(x) = -2*mu + 2*x  (layer_norm.output)
             # VJP of mu (mean): grad_mu broadcast, divided by the count over axes [1]
             #     (layer_norm.where.mu)
@@ -337,7 +335,7 @@ def polar(x, y):
     Memory: the gradient recomputes forward values from the inputs.
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)

@@ -331,7 +331,7 @@ def softmax_cross_entropy(labels, logits):
         logsumexp_reduce: log(sum(exp(u), axis)) = logsumexp(u, axis); sum(exp(u)) =
             exp(logsumexp(u)) where its log or reciprocal is taken
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of total w.r.t. labels*log_probs: grad_total broadcast over axes [1]
         VJP of log_probs w.r.t. logits: grad_log_probs - exp(log_probs) *
             sum(grad_log_probs, axis=[1])
@@ -385,15 +385,11 @@ def _softmax_cross_entropy_vjp(labels, logits):
     out = -total
 
     def grad(upstream):
-        # d(out)/d(total) = -1  (softmax_cross_entropy.output)
         grad_total = -upstream
         # VJP of total (sum): grad_total broadcast over axes [1]
         #     (softmax_cross_entropy.output)
         grad_total_arg = tf.broadcast_to(tf.expand_dims(grad_total, 1), tf.shape(t))
-        # d(total operand)/d(log_probs) = labels  (softmax_cross_entropy.output)
         grad_log_probs = grad_total_arg * labels
-        # d(total operand)/d(labels) = log_softmax(logits, axis=[1])
-        #     (softmax_cross_entropy.output)
         grad_labels = grad_total_arg * log_probs
         # VJP of log_probs (log_softmax): grad_log_probs - exp(log_probs) *
         #     sum(grad_log_probs, axis=[1])  (softmax_cross_entropy.output)
@@ -413,7 +409,7 @@ def logsumexp_naive(x):
         logsumexp_reduce: log(sum(exp(u), axis)) = logsumexp(u, axis); sum(exp(u)) =
             exp(logsumexp(u)) where its log or reciprocal is taken
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream * softmax(x, axis=[1])
 
     Accuracy audit: not run (tensor operations (reduce_logsumexp): only elementwise ops
@@ -469,7 +465,7 @@ def softmax_naive(x):
         softmax_reduce: exp(u - logsumexp(u, axis)) = softmax(u, axis), so exp(u) /
             sum(exp(u), axis) = softmax(u, axis)
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: out * (upstream - sum(upstream * out, axis=[1]))
 
     Accuracy audit: not run (tensor operations (softmax): only elementwise ops are
@@ -521,7 +517,7 @@ def log_softmax_naive(x):
         logsumexp_reduce: log(sum(exp(u), axis)) = logsumexp(u, axis); sum(exp(u)) =
             exp(logsumexp(u)) where its log or reciprocal is taken
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream - exp(out) * sum(upstream, axis=[1])
 
     Accuracy audit: not run (tensor operations (log_softmax): only elementwise ops are
@@ -573,7 +569,7 @@ def log_of_softmax(x):
         logsumexp_reduce: log(sum(exp(u), axis)) = logsumexp(u, axis); sum(exp(u)) =
             exp(logsumexp(u)) where its log or reciprocal is taken
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream - exp(out) * sum(upstream, axis=[1])
 
     Accuracy audit: not run (tensor operations (log_softmax): only elementwise ops are
@@ -627,7 +623,7 @@ def softmax_from_log(x):
         softmax_reduce: exp(u - logsumexp(u, axis)) = softmax(u, axis), so exp(u) /
             sum(exp(u), axis) = softmax(u, axis)
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: out * (upstream - sum(upstream * out, axis=[1]))
 
     Accuracy audit: not run (tensor operations (softmax): only elementwise ops are
@@ -678,7 +674,7 @@ def log_mean_exp(x):
         logsumexp_reduce: log(sum(exp(u), axis)) = logsumexp(u, axis); sum(exp(u)) =
             exp(logsumexp(u)) where its log or reciprocal is taken
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream * softmax(x, axis=[0])
 
     Accuracy audit: not run (tensor operations (reduce_logsumexp): only elementwise ops
@@ -726,7 +722,7 @@ def logsumexp_stable(x):
     Forward (float32):
         out = logsumexp(x, axis=[1])
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream * softmax(x, axis=[1])
 
     Accuracy audit: not run (tensor operations (reduce_logsumexp): only elementwise ops
@@ -775,7 +771,7 @@ def softmax_stable(x):
     Forward (float32):
         out = softmax(x, axis=[1])
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: out * (upstream - sum(upstream * out, axis=[1]))
 
     Accuracy audit: not run (tensor operations (softmax): only elementwise ops are
@@ -822,7 +818,7 @@ def log_softmax_stable(x):
     Forward (float32):
         out = log_softmax(x, axis=[1])
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of out w.r.t. x: upstream - exp(out) * sum(upstream, axis=[1])
 
     Accuracy audit: not run (tensor operations (log_softmax): only elementwise ops are
@@ -869,7 +865,7 @@ def max_margin(x):
     Forward (float32):
         out = max(x, axis=[1]) - min(x, axis=[1])
 
-    Vector-Jacobian products of the matrix operations:
+    Vector-Jacobian products of the reductions:
         VJP of smallest w.r.t. x: grad_smallest to the minimal elements over axes [1],
             shared among ties
         VJP of largest w.r.t. x: upstream to the maximal elements over axes [1], shared
@@ -909,7 +905,6 @@ def _max_margin_vjp(x):
     out = largest - smallest
 
     def grad(upstream):
-        # d(out)/d(smallest) = -1  (max_margin.output)
         grad_smallest = -upstream
         # VJP of smallest (min): grad_smallest to the minimal elements over axes [1],
         #     shared among ties  (max_margin.output)

@@ -196,11 +196,9 @@ def _bar_vjp(x, y):
     out = x * y
 
     def grad(upstream):
-        # d(out)/d(x) = y  (bar.output)
-        #   unbroadcast [10, 1] from [10, 5]: sum axes [1] keeping dims (size-1 dims)
+        # unbroadcast [10, 1] from [10, 5]: sum axes [1] keeping dims (size-1 dims)
         grad_x = tf.reduce_sum(upstream * y, axis=[1], keepdims=True)
-        # d(out)/d(y) = x  (bar.output)
-        #   unbroadcast [5] from [10, 5]: sum leading axes [0] (rank extension)
+        # unbroadcast [5] from [10, 5]: sum leading axes [0] (rank extension)
         grad_y = tf.reduce_sum(upstream * x, axis=[0])
         return grad_x, grad_y
 
@@ -322,7 +320,7 @@ def polar(x, y):
         d(theta)/d(y) = x/r2
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)

@@ -682,7 +682,7 @@ def hypot2(x, y):
         d(out)/d(y) = y/hypot(x, y)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
@@ -744,7 +744,7 @@ def hypot3(x, y, z):
         d(out)/d(z) = z/hypot(x, y, z)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
@@ -924,7 +924,7 @@ def sinc_filled(x):
     """sin(x)/x with its value at 0 filled in.
 
     Forward (float32):
-        out = Piecewise((sin(x)/x, Ne(x, 0)), (1, True))
+        out = where(x != 0, sin(x)/x, 1)
 
     Partial derivatives:
         d(out)/d(x) = (cos(x) - sin(x)/x)/x
@@ -987,7 +987,7 @@ def sinc_where(x):
     """The `sinc_where` op.
 
     Forward (float32):
-        out = Piecewise((1, Eq(x, 0)), (sin(x)/x, True))
+        out = where(x == 0, 1, sin(x)/x)
 
     Partial derivatives:
         d(out)/d(x) = (cos(x) - sin(x)/x)/x
@@ -1050,7 +1050,7 @@ def expm1_ratio_filled(x):
     """(exp(x) - 1)/x with its value at 0 filled in; derivative 1/2, second 1/3 at 0.
 
     Forward (float32):
-        out = Piecewise((expm1(x)/x, Ne(x, 0)), (1, True))
+        out = where(x != 0, expm1(x)/x, 1)
 
     Partial derivatives:
         d(out)/d(x) = (exp(x) - expm1(x)/x)/x
@@ -1140,13 +1140,13 @@ def sinc_far_branch(x):
     """A Taylor guard inside a branch of a where.
 
     Forward (float32):
-        out = Piecewise((1/x, x > 5), (sin(x)/x, True))
+        out = where(x > 5, 1/x, sin(x)/x)
 
     Partial derivatives:
-        d(out)/d(x) = Piecewise((-1/x**2, x > 5), ((cos(x) - sin(x)/x)/x, True))
+        d(out)/d(x) = where(x > 5, -1/x**2, (cos(x) - sin(x)/x)/x)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         removable_singularity: a Taylor polynomial near v = 0 where a formula has a
             removable 0/0 there
 
@@ -1198,7 +1198,7 @@ def _sinc_far_branch_vjp(x):
     )
 
     def grad(upstream):
-        # d(out)/d(x) = Piecewise((-1/x**2, x > 5), ((cos(x) - sin(x)/x)/x, True))
+        # d(out)/d(x) = where(x > 5, -1/x**2, (cos(x) - sin(x)/x)/x)
         #     (sinc_far_branch.output)
         grad_x = upstream * tf.where(
             mask,

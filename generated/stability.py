@@ -997,7 +997,7 @@ def norm(x, y):
         d(out)/d(y) = y/hypot(x, y)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
@@ -1058,7 +1058,7 @@ def angle(x, y):
         d(out)/d(y) = x/(x**2 + y**2)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
@@ -1262,13 +1262,13 @@ def sqrt_relu(x):
     """The `sqrt_relu` op.
 
     Forward (float32):
-        out = Piecewise((sqrt(x), x > 0), (0, True))
+        out = where(x > 0, sqrt(x), 0)
 
     Partial derivatives:
-        d(out)/d(x) = Piecewise((1/(2*sqrt(x)), x > 0), (0, True))
+        d(out)/d(x) = where(x > 0, 1/(2*sqrt(x)), 0)
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
         is; worst error at most 1 of 24 bits.
@@ -1302,7 +1302,7 @@ def _sqrt_relu_vjp(x):
     out = tf.where(x_positive, t, 0.0)
 
     def grad(upstream):
-        # d(out)/d(x) = Piecewise((1/(2*sqrt(x)), x > 0), (0, True))  (sqrt_relu.output)
+        # d(out)/d(x) = where(x > 0, 1/(2*sqrt(x)), 0)  (sqrt_relu.output)
         grad_x = upstream * tf.where(x_positive, 0.5 / t, 0.0)
         return grad_x
 
@@ -1313,13 +1313,13 @@ def elu(x):
     """The `elu` op.
 
     Forward (float32):
-        out = Piecewise((x, x > 0), (exp(x) - 1, True))
+        out = where(x > 0, x, exp(x) - 1)
 
     Partial derivatives:
-        d(out)/d(x) = Piecewise((1, x > 0), (exp(x), True))
+        d(out)/d(x) = where(x > 0, 1, exp(x))
 
     Stable forms and guards used:
-        double_where: Piecewise branches evaluated at safe inputs where not selected
+        double_where: where() branches evaluated at safe inputs where not selected
         expm1: exp(u) - 1 = expm1(u) (also 1 - exp(u) = -expm1(u), c*exp(u) - c =
             c*expm1(u))
 
@@ -1355,7 +1355,7 @@ def _elu_vjp(x):
     out = tf.where(x_positive, x, tf.math.expm1(x_safe))
 
     def grad(upstream):
-        # d(out)/d(x) = Piecewise((1, x > 0), (exp(x), True))  (elu.output)
+        # d(out)/d(x) = where(x > 0, 1, exp(x))  (elu.output)
         grad_x = upstream * tf.where(
             x_positive, tf.constant(1.0, dtype=tf.float32), tf.math.exp(x_safe)
         )
@@ -2298,14 +2298,14 @@ def _sigmoid_logit_vjp(p):
 
     Call `sigmoid_logit`, which checks the arguments first.
     """
-    t = tf.math.logical_and(p >= 0.0, p <= 1.0)
+    mask = tf.math.logical_and(p >= 0.0, p <= 1.0)
     # sigmoid_logit.output
-    out = tf.where(t, p, tf.constant(math.nan, dtype=tf.float32))
+    out = tf.where(mask, p, tf.constant(math.nan, dtype=tf.float32))
 
     def grad(upstream):
         # d(out)/d(p) = nan_outside(1, p >= 0 and p <= 1)  (sigmoid_logit.output)
         grad_p = upstream * tf.where(
-            t,
+            mask,
             tf.constant(1.0, dtype=tf.float32),
             tf.constant(math.nan, dtype=tf.float32),
         )

@@ -24,9 +24,8 @@ from typing import Any, Callable, Optional, Union
 
 import sympy
 import yaml
-from sympy.printing.precedence import PRECEDENCE
 
-from .derive import _SpecText
+from .derive import spec_str
 from .errors import SpecError, UsageError
 
 Expression = Union[str, int, float, sympy.Basic]
@@ -38,32 +37,6 @@ InputDecl = Union[Sequence[Any], Mapping[str, Any]]
 ``shape`` and optionally ``dtype`` and ``differentiable``, as in a YAML spec."""
 
 SPEC_PATH = "<python spec>"  # how a spec built here is named in messages and headers
-
-
-class _SpecSource(_SpecText):
-    """SymPy to expression text the spec's parser reads back: conditions as ``and``,
-    ``or``, ``not`` and ``==``/``!=``; ``Piecewise`` as nested ``where``."""
-
-    def _print_Piecewise(self, expr):
-        *branches, (last, cond) = expr.args
-        if cond is not sympy.true:  # no otherwise-branch: the parser's Piecewise decides
-            return super()._print_Piecewise(expr)
-        text = self._print(last)
-        for value, cond in reversed(branches):
-            text = f"where({self._print(cond)}, {self._print(value)}, {text})"
-        return text
-
-    def _print_Equality(self, expr):
-        return self.stringify(expr.args, " == ", PRECEDENCE["Relational"])
-
-    def _print_Unequality(self, expr):
-        return self.stringify(expr.args, " != ", PRECEDENCE["Relational"])
-
-    def _print_BooleanTrue(self, expr):
-        return "True"
-
-    def _print_BooleanFalse(self, expr):
-        return "False"
 
 
 def expression_text(value: Expression, what: str = "expression") -> str:
@@ -80,7 +53,7 @@ def expression_text(value: Expression, what: str = "expression") -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, sympy.Basic):
-        return _SpecSource({"order": None}).doprint(value)
+        return spec_str(value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     if isinstance(value, numbers.Real) and not isinstance(value, bool):

@@ -49,6 +49,8 @@ from .naming import NameScope
 from .spec import HALF_DTYPES, SpecDocument, format_key_path
 
 FORMULA_MAX_CHARS = 240
+# Nodes whose VJPs docstrings and explain list as reductions, apart from matrix ones
+REDUCTION_OPS = ("sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax")
 MAX_PARTIAL_OPS = 5000
 _UNPRINTABLE = (
     sympy.Derivative,
@@ -71,8 +73,10 @@ HOLOMORPHIC = (
 
 
 class _SpecText(StrPrinter):
-    """SymPy's str form, with conditions in the spec's syntax (``and``, ``or``, ``not``
-    instead of ``&``, ``|``, ``~``, which the expression language refuses)."""
+    """SymPy's str form in the spec's syntax: conditions with ``and``, ``or``, ``not``,
+    ``==`` and ``!=`` (the expression language refuses ``&``, ``|``, ``~``); a
+    ``Piecewise`` with an otherwise-branch as nested ``where``; numbers as the shortest
+    text of their double; ``Ratio(a, b)`` as ``(a/b)``."""
 
     def _print_And(self, expr):
         return self.stringify(expr.args, " and ", PRECEDENCE["And"])
@@ -83,9 +87,44 @@ class _SpecText(StrPrinter):
     def _print_Not(self, expr):
         return "not " + self.parenthesize(expr.args[0], PRECEDENCE["Not"])
 
+    def _print_Piecewise(self, expr):
+        *branches, (last, cond) = expr.args
+        if cond is not sympy.true:  # no otherwise-branch: SymPy's form (also parsed)
+            return super()._print_Piecewise(expr)
+        text = self._print(last)
+        for value, cond in reversed(branches):
+            text = f"where({self._print(cond)}, {self._print(value)}, {text})"
+        return text
+
+    def _print_Equality(self, expr):
+        return self.stringify(expr.args, " == ", PRECEDENCE["Relational"])
+
+    def _print_Unequality(self, expr):
+        return self.stringify(expr.args, " != ", PRECEDENCE["Relational"])
+
+    def _print_BooleanTrue(self, expr):
+        return "True"
+
+    def _print_BooleanFalse(self, expr):
+        return "False"
+
+    def _print_Ratio(self, expr):
+        a, b = (self.parenthesize(arg, PRECEDENCE["Mul"]) for arg in expr.args)
+        return f"({a}/{b})"
+
+    def _print_Float(self, expr):
+        # the shortest text of a double that is this number (0.5, not 0.500000000000000)
+        text = repr(float(expr))
+        if "inf" not in text and "nan" not in text and sympy.Float(
+            text, precision=expr._prec
+        ) == expr:
+            return text
+        return super()._print_Float(expr)
+
 
 def spec_str(expr) -> str:
-    """A formula for docstrings, comments and explain, in the spec's syntax."""
+    """A formula for docstrings, comments and explain, in the spec's syntax (the parser
+    reads it back: the Python API writes SymPy expressions with it)."""
     return _SpecText({"order": None}).doprint(expr)
 
 
@@ -249,6 +288,7 @@ class _Deriver:
             )
             for n in p.nodes
         ]
+        self.nodes = nodes  # renamed (node symbols are the forward's locals)
         outputs = [(o, fwd(o.term.expr)) for o in p.outputs]
         where_exprs = [(name, fwd(term.expr)) for name, term in p.where]
         if p.is_complex:
@@ -303,6 +343,7 @@ class _Deriver:
         state = _State()
         partial_docs: list[ir.PartialIR] = []
         vjp_docs: list[str] = []
+        reduction_docs: list[str] = []
         for (o, expr), u in zip(outputs, upstreams):
             self._elementwise_vjp(
                 state, expr, u, o.term.shape, out_locals[o.name], o.key, partial_docs
@@ -318,7 +359,8 @@ class _Deriver:
             else:
                 g = self._symbol(self.scope.claim(f"grad_{name}"))
                 state.backward.append((g.name, value, comments))
-            vjp_docs += self._node_vjp(state, node, g, name, partial_docs)
+            texts = self._node_vjp(state, node, g, name, partial_docs)
+            (reduction_docs if node.op in REDUCTION_OPS else vjp_docs).extend(texts)
 
         grads = {}
         self.reductions = []
@@ -411,6 +453,7 @@ class _Deriver:
             reductions=tuple(self.reductions),
             partials=tuple(partial_docs),
             vjp_text=tuple(vjp_docs),
+            reduction_vjp_text=tuple(reduction_docs),
             named_dims=self._named_dims(),
             example_shapes=self._example_shapes(),
             solves=any(n.op in ("inverse", "det", "logdet") for n in p.nodes),
@@ -504,8 +547,10 @@ class _Deriver:
                 continue
             d_code = self._finalize(d, partial=True)
             term = g * (sympy.conjugate(d_code) if self.p.is_complex else d_code)
-            comment = _shorten(f"{label} = {self._show(d)}  ({key_text})")
-            state.contributions.setdefault(v, []).append(_Contribution(term, shape, (comment,)))
+            # no provenance for a constant partial or a single value: the code says it
+            comments = () if d.is_number or d.is_Symbol else (
+                _shorten(f"{label} = {self._show(d)}  ({key_text})"),)
+            state.contributions.setdefault(v, []).append(_Contribution(term, shape, comments))
 
     def _accumulate(self, contributions, target, target_shape):
         """Sum contributions, unbroadcasting each group of equal shape to ``target_shape``."""
@@ -520,12 +565,13 @@ class _Deriver:
         parts, comments = [], []
         for shape, members in groups:
             total = _add([m.value for m in members])
-            for m in members:
-                comments.extend(m.comments)
+            above = [c for m in members for c in m.comments]
+            comments.extend(above)
             plan = sh.reduction_plan(target_shape, shape)
             if not (isinstance(plan, sh.StaticReduction) and plan.is_identity):
-                # indented: it applies to the partials just above it
-                comments.append("  " + sh.describe_reduction(plan, target_shape, shape))
+                # indented where it applies to the partials just above it
+                indent = "  " if above else ""
+                comments.append(indent + sh.describe_reduction(plan, target_shape, shape))
             parts.append(_unbroadcast(total, plan, target))
         return _add(parts), tuple(comments)
 
@@ -620,8 +666,14 @@ class _Deriver:
             rules = [(node.args[0], value, shapes[0], text)]
         elif node.op == "logdet":
             # inverse(A)^T: genuinely infinite where A is singular (log|det| is -inf
-            # there); tf.linalg.inv raises "Input is not invertible" at such A
-            inv_h = ir.Call("inverse", (args[0],), (("adjoint", True),))
+            # there); tf.linalg.inv raises "Input is not invertible" at such A. An
+            # inverse(A) the forward computes is reused, not computed again.
+            forward_inv = next((n.symbol for n in self.nodes if n.op == "inverse"
+                                and n.args[0] == node.args[0]), None)
+            if forward_inv is not None and not cplx:
+                inv_h = ir.Call("transpose", (forward_inv,))
+            else:
+                inv_h = ir.Call("inverse", (args[0],), (("adjoint", True),))
             value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), inv_h))
             text = f"{spec_str(g)} * {adj}(inverse({spec_str(node.args[0])}))"
             rules = [(node.args[0], value, shapes[0], text)]
@@ -760,6 +812,14 @@ class _Deriver:
         for s in order:
             expanded[s] = temps[s].xreplace(expanded)
         where_names = {cheap(e): n for n, e in reversed(where_exprs)}
+        # inside a guarded branch a `where` value is computed from the guarded input
+        # (r_safe for r): it keeps its name there too
+        guarded = sorted({g for e in fwd_exprs + bwd_exprs for g in e.atoms(fn.Guard)
+                          if g.args[0].is_Symbol}, key=sympy.default_sort_key)
+        for n, e in where_exprs:
+            for g in guarded:
+                if g.args[0] in e.free_symbols:
+                    where_names.setdefault(cheap(e.xreplace({g.args[0]: g})), n)
         for s in order:
             name = where_names.get(expanded[s])
             if name is not None and name not in names.values():
@@ -849,7 +909,8 @@ class _Deriver:
 
     def _show(self, expr, upto: int | None = None) -> str:
         """Formula text for docs and comments (see :meth:`_shown`)."""
-        shown = self._shown(expr, upto)
+        # a ratio of powers as the user wrote it: (sigma/r)**6, not sigma**6/r**6
+        shown = guards._bottom_up(self._shown(expr, upto), _ratio_powers)
         indicators = {
             p: sympy.Symbol(f"[{spec_str(p.args[0].cond)}]")
             for p in shown.atoms(sympy.Piecewise)
@@ -870,8 +931,11 @@ class _Deriver:
     @functools.cached_property
     def _display_map(self) -> dict:
         mapping: dict = {}
+        # an operand that is a `where` intermediate is shown by its name
+        symbols = {n.symbol for n in self.p.nodes}
+        named = {t.expr: sympy.Symbol(name) for name, t in self.p.where if t.expr in symbols}
         for n in self.p.nodes:
-            args = [spec_str(a.xreplace(mapping)) for a in n.args]
+            args = [spec_str(a.xreplace({**mapping, **named})) for a in n.args]
             text = _node_text(n, args)
             mapping[n.symbol] = sympy.Symbol(f"({text})" if n.op == "matmul" else text)
         return mapping
@@ -1100,6 +1164,6 @@ def _temp_name(expr, names: dict) -> str:
                 sympy.StrictLessThan: "negative"}.get(type(expr))
         if word:
             return f"{label(expr.lhs)}_{word}"
-    if isinstance(expr, sympy.Rel):
+    if isinstance(expr, (sympy.Rel, sympy.And, sympy.Or, sympy.Not)):
         return "mask"
     return "t"

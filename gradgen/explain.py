@@ -68,6 +68,9 @@ def _text(op, where, audit=None) -> str:
     if op.vjp_text:
         lines.append("  matrix VJPs:")
         lines += [f"    {t}" for t in op.vjp_text]
+    if op.reduction_vjp_text:
+        lines.append("  reduction VJPs:")
+        lines += [f"    {t}" for t in op.reduction_vjp_text]
     lines.append("  stable rewrites and guards:")
     lines += [f"    {r}" for r in op.rewrites] or ["    none"]
     lines.append("  gradients:")
@@ -114,6 +117,8 @@ def _markdown(op, where, audit=None) -> str:
         lines.append("- none")
     if op.vjp_text:
         lines += ["", "**Matrix VJPs**", ""] + [f"- `{t}`" for t in op.vjp_text]
+    if op.reduction_vjp_text:
+        lines += ["", "**Reduction VJPs**", ""] + [f"- `{t}`" for t in op.reduction_vjp_text]
     lines += ["", "**Stable rewrites and guards**", ""]
     lines += [f"- `{r.split(':', 1)[0]}`: {r.split(':', 1)[1].strip()}" for r in op.rewrites]
     if not op.rewrites:

@@ -199,7 +199,10 @@ class OpIR:
         forward_exprs: (name, SymPy expression) pairs of the same, for ``explain``.
         reductions: (input, how its gradient is unbroadcast) pairs.
         partials: partial derivatives, for the docstring.
-        vjp_text: VJP rules of non-elementwise ops, for the docstring.
+        vjp_text: VJP rules of the matrix operations (``@``, transpose, inverse, det,
+            log(det), trace, einsum), for the docstring.
+        reduction_vjp_text: VJP rules of the reductions (sum, mean, max, min,
+            logsumexp, softmax, log_softmax), listed apart.
         named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
         rewrites: the stable rewrites used (``name: identity``), for the docstring.
         example_shapes: concrete input shapes that broadcast as declared (unknown and
@@ -231,6 +234,7 @@ class OpIR:
     rewrites: tuple[str, ...]
     example_shapes: tuple
     solves: bool
+    reduction_vjp_text: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = 
     if op.vjp_text:
         lines += ["", "Vector-Jacobian products of the matrix operations:"]
         lines += [f"    {t}" for t in op.vjp_text]
+    if op.reduction_vjp_text:
+        lines += ["", "Vector-Jacobian products of the reductions:"]
+        lines += [f"    {t}" for t in op.reduction_vjp_text]
     for audit_line in audit_lines:
         lines += ["", audit_line]
     lines += ["", "Args:"]

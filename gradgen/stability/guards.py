@@ -478,5 +478,5 @@ GUARDS = {
     "norm_zero": "1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)",
     "removable_singularity": "a Taylor polynomial near v = 0 where a formula has a "
     "removable 0/0 there",
-    "double_where": "Piecewise branches evaluated at safe inputs where not selected",
+    "double_where": "where() branches evaluated at safe inputs where not selected",
 }
