@@ -380,14 +380,18 @@ def _describe(status) -> str:
 @click.argument("op", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
               help="markdown (with LaTeX) for a pull-request comment.")
-def explain(spec, op, fmt):
+@click.option("--dtype", type=click.Choice(["float16", "bfloat16", "float32", "float64"]),
+              default=None,
+              help="For an op generated for several dtypes: the one to explain "
+              "(default: the one Python numbers convert to).")
+def explain(spec, op, fmt, dtype):
     """Show each op's forward, partials, stable rewrites and reduction axes."""
     reporter = Reporter()
 
     def action():
         from .explain import explain_spec
 
-        click.echo(printable(explain_spec(spec, op, fmt)), nl=False)
+        click.echo(printable(explain_spec(spec, op, fmt, dtype)), nl=False)
         return EXIT_OK
 
     sys.exit(_run(action, reporter))

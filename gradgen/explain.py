@@ -20,13 +20,20 @@ from .safe import markdown_text
 from .spec import load_spec
 
 
-def explain_spec(path: str, op_name: str | None = None, fmt: str = "text") -> str:
-    """Explain the ops of the spec at ``path`` (only ``op_name`` if given).
+def explain_spec(
+    path: str, op_name: str | None = None, fmt: str = "text", dtype: str | None = None
+) -> str:
+    """Explain the ops of the spec at ``path`` (only ``op_name`` if given). An op
+    generated for several dtypes is explained in ``dtype`` (default: the dtype it
+    computes in for Python numbers), each dtype's derivation being its own.
 
     Raises:
         SpecError: the spec is invalid.
-        UsageError: no op of that name.
+        UsageError: no op of that name; ``dtype`` is not one an explained op is
+            generated for.
     """
+    from .spec import default_dtype, dtype_variant
+
     doc = load_spec(path)
     names = [op.name for op in doc.model.ops]
     if op_name is not None and op_name not in names:
@@ -35,12 +42,19 @@ def explain_spec(path: str, op_name: str | None = None, fmt: str = "text") -> st
     for index, name in enumerate(names):
         if op_name is not None and name != op_name:
             continue
-        op = derive_op(doc, index)
+        declared = doc.model.ops[index].dtype
+        dtypes = tuple(declared) if isinstance(declared, list) else (declared,)
+        if dtype is not None and dtype not in dtypes:
+            raise UsageError(f"op '{name}' is generated for {', '.join(dtypes)}, not {dtype}")
+        shown = (dtype or default_dtype(dtypes)) if len(dtypes) > 1 else dtypes[0]
+        variant = dtype_variant(doc, index, shown) if len(dtypes) > 1 else doc
+        op = derive_op(variant, index)
         where = doc.location(("ops", index))
         audit = _audit(op)
-        sections.append(
-            _markdown(op, where, audit) if fmt == "markdown" else _text(op, where, audit)
-        )
+        note = (f"generated for {', '.join(dtypes)}; shown in {shown} (see --dtype)"
+                if len(dtypes) > 1 else None)
+        sections.append(_markdown(op, where, audit, note) if fmt == "markdown"
+                        else _text(op, where, audit, note))
     return "\n".join(sections)
 
 
@@ -57,10 +71,12 @@ def _audit(op):
     return audit_in_budget(op, views)
 
 
-def _text(op, where, audit=None) -> str:
+def _text(op, where, audit=None, note=None) -> str:
     lines = [f"op {op.name}  ({where})"]
     if op.doc:
         lines.append(f"  {op.doc.strip()}")
+    if note:
+        lines.append(f"  {note}")
     lines.append(f"  forward ({op.dtype}):")
     lines += [f"    {t}" for t in op.forward_text]
     lines.append("  partial derivatives:")
@@ -100,10 +116,12 @@ def _latex(expr) -> str:
     return sympy.latex(expr) if expr is not None else ""
 
 
-def _markdown(op, where, audit=None) -> str:
+def _markdown(op, where, audit=None, note=None) -> str:
     lines = [f"### `{op.name}`", ""]
     if op.doc:  # user text: escaped, so it cannot open a section, HTML or a link
         lines += [markdown_text(op.doc.strip()), ""]
+    if note:
+        lines += [markdown_text(note.capitalize()) + ".", ""]
     lines += [f"Spec: {markdown_text(str(where))}; dtype `{op.dtype}`.", "", "**Forward**",
               ""]
     lines += [f"- $\\mathrm{{{_tex_name(n)}}} = {_latex(e)}$" for n, e in op.forward_exprs]

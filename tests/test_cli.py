@@ -210,3 +210,18 @@ def test_bad_spec_golden_stderr(name, tmp_path):
     for line in result.stderr.splitlines()[:-1]:
         assert line.startswith(f"{name}:") and ": error: " in line
     assert not (tmp_path / "out").exists()
+
+
+def test_explain_a_generic_op_in_each_dtype():
+    """An op generated for several dtypes: explained in the default dtype, saying so, or
+    in the one --dtype names (each dtype's derivation is its own)."""
+    spec = str(EXAMPLES / "potentials.yaml")
+    default = invoke("explain", spec, "morse")
+    assert default.exit_code == 0
+    assert "generated for float32, float64; shown in float32 (see --dtype)" in default.output
+    assert "forward (float32):" in default.output
+    wide = invoke("explain", spec, "morse", "--dtype", "float64")
+    assert wide.exit_code == 0 and "forward (float64):" in wide.output
+    refused = invoke("explain", spec, "morse", "--dtype", "float16")
+    assert refused.exit_code == 2
+    assert "op 'morse' is generated for float32, float64, not float16" in refused.output
