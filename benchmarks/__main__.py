@@ -20,7 +20,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.plain import MATRIX_OPS, log10_label, make_inputs, moved_bytes, plain_forwards
+from benchmarks.plain import MATRIX_OPS, baselines, log10_label, make_inputs, moved_bytes
 from benchmarks.run import (
     DEFAULT_SIZES,
     HERE,
@@ -48,40 +48,21 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     sizes = [int(float(s)) for s in args.sizes.split(",")]
-    module = build("save")
-    plain = plain_forwards(tf)
+    # the default form, and fuse: xla for the elementwise and reduction ops
+    modules = {"default": build("save"),
+               "fused": build("save", fuse="xla", unfused=frozenset(MATRIX_OPS))}
+    plain = baselines(tf)
     names = [n for n in plain if not args.ops or n in args.ops.split(",")]
     rows = []
     for name in names:
-        for jit in (False, True):
-            for n in sizes:
-                inputs, differentiable = make_inputs(name, n)
-                outputs = [plain[name](*[tf.constant(x) for x in inputs])]
-                upstream = np.random.default_rng(1).normal(size=outputs[0].shape).astype(
-                    np.float32)
-                if jit and name == "log_det":
-                    steps = {"generated": step_function(tf, getattr(module, name),
-                                                        differentiable, True)}
-                else:
-                    steps = {
-                        "generated": step_function(tf, getattr(module, name), differentiable, jit),
-                        "autodiff": step_function(tf, plain[name], differentiable, jit),
-                    }
-                repeats = max(5, args.repeats if n < 10**7 else args.repeats // 3)
-                times = time_pair(tf, steps, inputs, upstream, repeats)
-                copy = copy_bandwidth(tf, n, repeats)
-                moved = moved_bytes(inputs, outputs)
-                row = {
-                    "op": name, "xla": jit, "size": n,
-                    "generated_s": times["generated"],
-                    "autodiff_s": times.get("autodiff"),
-                    "ratio": times["autodiff"] / times["generated"] if "autodiff" in times
-                    else None,
-                    "bandwidth_gbs": moved / times["generated"] / 1e9,
-                    "copy_gbs": copy / 1e9,
-                }
-                rows.append(row)
-                print(_line(row), flush=True)
+        for form, module in modules.items():
+            if form == "fused" and name in MATRIX_OPS:
+                continue
+            for jit in (False, True):
+                for n in sizes:
+                    row = _measure(tf, name, form, module, plain, jit, n, args.repeats)
+                    rows.append(row)
+                    print(_line(row), flush=True)
     memory = []
     if not args.no_memory:
         for name in names:
@@ -109,18 +90,65 @@ def main(argv=None) -> int:
 import numpy as np  # noqa: E402  (after TF_CPP_MIN_LOG_LEVEL)
 
 
+def _measure(tf, name, form, module, plain, jit, n, repeats) -> dict:
+    """One row: op ``name`` in ``form`` against its baseline at ``n`` elements; for a
+    fused op also the first call's latency (tracing and compiling both kernels) and a
+    new shape's."""
+    import time
+
+    inputs, differentiable = make_inputs(name, n)
+    outputs = [plain[name](*[tf.constant(x) for x in inputs])]
+    upstream = np.random.default_rng(1).normal(size=outputs[0].shape).astype(np.float32)
+    fn = getattr(module, name)
+    first = None
+    if form == "fused":  # compile cost: the op's first forward + backward at this shape
+        args = [tf.constant(x) for x in inputs]
+        start = time.perf_counter()
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = fn(*args)
+        [g.numpy() for g in tape.gradient(out, args, output_gradients=tf.constant(upstream))
+         if g is not None]
+        first = time.perf_counter() - start
+    if jit and name == "log_det":  # TensorFlow has no XLA kernel for slogdet's LU
+        steps = {"generated": step_function(tf, fn, differentiable, True)}
+    else:
+        steps = {"generated": step_function(tf, fn, differentiable, jit),
+                 "autodiff": step_function(tf, plain[name], differentiable, jit)}
+    repeats = max(5, repeats if n < 10**7 else repeats // 3)
+    times = time_pair(tf, steps, inputs, upstream, repeats)
+    copy = copy_bandwidth(tf, n, repeats)
+    moved = moved_bytes(inputs, outputs)
+    return {
+        "op": name, "form": form, "xla": jit, "size": n,
+        "generated_s": times["generated"],
+        "autodiff_s": times.get("autodiff"),
+        "ratio": times["autodiff"] / times["generated"] if "autodiff" in times else None,
+        "first_call_s": first,
+        "bandwidth_gbs": moved / times["generated"] / 1e9,
+        "copy_gbs": copy / 1e9,
+    }
+
+
 def _line(row) -> str:
     ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else "  - "
-    return (f"{row['op']:14s} {'xla' if row['xla'] else 'graph':5s} {log10_label(row['size']):>4s}"
+    first = f"  first call {row['first_call_s'] * 1e3:.0f} ms" if row["first_call_s"] else ""
+    return (f"{row['op']:14s} {row['form']:7s} {'xla' if row['xla'] else 'graph':5s} "
+            f"{log10_label(row['size']):>4s}"
             f"  generated {row['generated_s'] * 1e3:9.3f} ms  ratio {ratio}"
-            f"  {row['bandwidth_gbs']:.1f} GB/s (copy {row['copy_gbs']:.1f})")
+            f"  {row['bandwidth_gbs']:.1f} GB/s (copy {row['copy_gbs']:.1f}){first}")
 
 
-def summary(rows, jit: bool) -> dict:
-    """Per op: the median over sizes of the speed ratio."""
+def summary(rows, jit: bool, form: str = "default") -> dict:
+    """Per op: the median over sizes of the speed ratio (``form``: ``default``, or
+    ``best``: the fused form where there is one)."""
     ops = {}
     for row in rows:
-        if row["xla"] == jit and row["ratio"] is not None:
+        if row["xla"] != jit or row["ratio"] is None:
+            continue
+        fused = any(r["op"] == row["op"] and r["form"] == "fused" for r in rows)
+        if row["form"] == form or (form == "best" and row["form"] == ("fused" if fused
+                                                                      else "default")):
             ops.setdefault(row["op"], []).append(row["ratio"])
     return {op: statistics.median(v) for op, v in ops.items()}
 
@@ -132,33 +160,55 @@ def markdown(rows, memory, info) -> str:
         + (f", GPU {', '.join(info['gpu'])}" if info["gpu"] else ", no GPU")
         + f"; TensorFlow {info['tensorflow']}, Python {info['python']}.",
         "",
-        "Speed ratio (TF autodiff time / generated time; above 1 the generated op is "
-        "faster), forward + backward, median of repeated interleaved runs:",
+        "Speed ratio (baseline time / generated time; above 1 the generated op is "
+        "faster) of a training step's share of the op: the forward output returned and "
+        "the backward pass after it. Baseline: TensorFlow's autodiff of its built-in op "
+        "where one exists (tf.nn.gelu, tf.nn.silu, tf.nn.softplus, tf.nn.elu, "
+        "tf.nn.sigmoid_cross_entropy_with_logits), else of the same forward in plain "
+        "TensorFlow. Median of repeated runs interleaved in one process; `fused` is "
+        "`fuse: xla`:",
         "",
-        "| op | mode | " + " | ".join(log10_label(n) for n in sizes) + " | median |",
-        "| --- | --- | " + " | ".join("---" for _ in sizes) + " | --- |",
+        "| op | form | mode | " + " | ".join(log10_label(n) for n in sizes) + " | median |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in sizes) + " | --- |",
     ]
-    for jit in (False, True):
-        per_op = summary(rows, jit)
-        for op in dict.fromkeys(r["op"] for r in rows):
+    forms = list(dict.fromkeys(r["form"] for r in rows))
+    for form in forms:
+        for jit in (False, True):
+            per_op = summary(rows, jit, form)
+            for op in dict.fromkeys(r["op"] for r in rows if r["form"] == form):
+                cells = []
+                for n in sizes:
+                    row = next((r for r in rows if r["op"] == op and r["xla"] == jit
+                                and r["size"] == n and r["form"] == form), None)
+                    cells.append(f"{row['ratio']:.2f}" if row and row["ratio"] else "-")
+                median = f"{per_op[op]:.2f}" if op in per_op else "-"
+                lines.append(f"| {op} | {form} | {'XLA' if jit else 'tf.function'} | "
+                             + " | ".join(cells) + f" | {median} |")
+    for form in forms + (["best"] if "fused" in forms else []):
+        for jit in (False, True):
+            per_op = summary(rows, jit, form)
+            if per_op:
+                what = {"default": "default form", "fused": "fused ops",
+                        "best": "fused where fused, else default"}[form]
+                lowest = min(per_op, key=per_op.get)
+                lines += ["", f"{what}, {'XLA' if jit else 'tf.function'}: median ratio over "
+                          f"ops {statistics.median(per_op.values()):.2f}, lowest "
+                          f"{per_op[lowest]:.2f} ({lowest})."]
+    firsts = [r for r in rows if r.get("first_call_s")]
+    if firsts:
+        lines += ["", "First call of a fused op at a new shape (tracing and compiling its "
+                  "two kernels, then running them), tf.function off:", "",
+                  "| op | " + " | ".join(log10_label(n) for n in sizes) + " |",
+                  "| --- | " + " | ".join("---" for _ in sizes) + " |"]
+        for op in dict.fromkeys(r["op"] for r in firsts):
             cells = []
             for n in sizes:
-                row = next((r for r in rows if r["op"] == op and r["xla"] == jit
-                            and r["size"] == n), None)
-                cells.append(f"{row['ratio']:.2f}" if row and row["ratio"] else "-")
-            median = f"{per_op[op]:.2f}" if op in per_op else "-"
-            lines.append(f"| {op} | {'XLA' if jit else 'tf.function'} | "
-                         + " | ".join(cells) + f" | {median} |")
-    for jit in (False, True):
-        values = list(summary(rows, jit).values())
-        if values:
-            lines.append("")
-            lines.append(
-                f"{'XLA' if jit else 'tf.function'}: median ratio over ops "
-                f"{statistics.median(values):.2f}, lowest {min(values):.2f} "
-                f"({min(summary(rows, jit), key=summary(rows, jit).get)})."
-            )
-    big = [r for r in rows if r["size"] == max(sizes) and not r["xla"]]
+                row = next((r for r in firsts if r["op"] == op and r["size"] == n
+                            and not r["xla"]), None)
+                cells.append(f"{row['first_call_s'] * 1e3:.0f} ms" if row else "-")
+            lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    big = [r for r in rows if r["size"] == max(sizes) and not r["xla"]
+           and r["form"] == "default"]
     if big:
         lines += ["", f"Effective bandwidth at {log10_label(max(sizes))} elements "
                   "(bytes a forward + backward pass must move / time; tf.function):", "",
@@ -185,12 +235,18 @@ def plot(rows, path: Path) -> None:
     except ImportError:
         print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
         return
-    graph, xla = summary(rows, False), summary(rows, True)
-    ops = list(graph)
+    series = [("default, tf.function", summary(rows, False)),
+              ("default, XLA", summary(rows, True)),
+              ("fused, tf.function", summary(rows, False, "fused")),
+              ("fused, XLA", summary(rows, True, "fused"))]
+    series = [(label, values) for label, values in series if values]
+    ops = list(series[0][1])
     x = np.arange(len(ops))
-    fig, ax = plt.subplots(figsize=(max(6, len(ops) * 0.7), 4))
-    ax.bar(x - 0.2, [graph[o] for o in ops], 0.4, label="tf.function")
-    ax.bar(x + 0.2, [xla.get(o, 0) for o in ops], 0.4, label="tf.function + XLA")
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(6, len(ops) * 0.9), 4))
+    for i, (label, values) in enumerate(series):
+        ax.bar(x - 0.4 + width * (i + 0.5), [values.get(o, 0) for o in ops], width,
+               label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x, ops, rotation=45, ha="right")
     ax.set_ylabel("TF autodiff time / generated time")

@@ -27,10 +27,10 @@ def main(op: str, method: str, n: int) -> None:
     # one op at a time, in a fixed order: the peak is the same on every run
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
-    from benchmarks.plain import make_inputs, plain_forwards
+    from benchmarks.plain import baselines, make_inputs
     from benchmarks.run import build, step_function
 
-    layer = plain_forwards(tf)[op] if method == "autodiff" else getattr(build(method), op)
+    layer = baselines(tf)[op] if method == "autodiff" else getattr(build(method), op)
     inputs, differentiable = make_inputs(op, n)
     depth = DEPTH if len(inputs) == 1 else 1
 
@@ -49,8 +49,8 @@ def main(op: str, method: str, n: int) -> None:
     step.get_concrete_function(args, upstream)
     tf.config.experimental.reset_memory_stats("CPU:0")
     baseline = tf.config.experimental.get_memory_info("CPU:0")["current"]
-    result = step(args, upstream)
-    [r.numpy() for r in result if r is not None]
+    out, grads = step(args, upstream)
+    [r.numpy() for r in [out, *grads] if r is not None]
     peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
     print((peak - baseline) / 2**20)
 

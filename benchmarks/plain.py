@@ -40,8 +40,8 @@ def plain_forwards(tf):
 
 
 def builtin_forwards(tf):
-    """TensorFlow's own fused implementations of some ops (for reference only: their
-    forward is a different computation from the spec's expression)."""
+    """TensorFlow's own fused implementations of the ops it has one for: what a TF user
+    would call instead of writing the expression, so the baseline of those ops."""
     return {
         "gelu_tanh": lambda x: tf.nn.gelu(x, approximate=True),
         "gelu_erf": lambda x: tf.nn.gelu(x, approximate=False),
@@ -50,6 +50,11 @@ def builtin_forwards(tf):
         "elu": tf.nn.elu,
         "bce_logits": lambda z, y: tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=z),
     }
+
+
+def baselines(tf):
+    """{op name: forward}: TF's built-in op where one exists, else the plain forward."""
+    return {**plain_forwards(tf), **builtin_forwards(tf)}
 
 
 MATRIX_OPS = {"sandwich", "log_det"}

@@ -1,11 +1,15 @@
 """The benchmark: generated gradients against TensorFlow autodiff, side by side.
 
 For every op of ``benchmarks/ops.yaml`` and every size, two ``tf.function`` s compute a
-forward and backward pass (the gradient of ``sum(upstream * f(inputs))``): one calls the
-generated op, the other TensorFlow's autodiff of the same forward in plain TensorFlow
-(``benchmarks/plain.py``). They run in the same process, interleaved, after a warm-up;
-the median of the repeats is reported, without and with XLA. The speed ratio is
-autodiff time / generated time (above 1: the generated op is faster).
+training step's share of the op, what a model pays: the forward output (returned, so
+that no optimizer prunes it) and then the backward pass (the gradient of
+``sum(upstream * f(inputs))``, made to wait for the forward output as a model's loss
+would). One calls the generated op; the other TensorFlow's autodiff of what a TF user
+would write instead (``benchmarks/plain.py``: TF's built-in op where one exists, such
+as ``tf.nn.elu``, else the same forward in plain TensorFlow). They run in the same
+process, interleaved, after a warm-up; the median of the repeats is reported, without
+and with XLA. The speed ratio is autodiff time / generated time (above 1: the generated
+op is faster).
 
 Also measured: peak memory of one forward + backward pass (in a fresh process each,
 from the peak resident set size), for the generated op with ``memory: save`` and
@@ -33,8 +37,10 @@ SPEC = HERE / "ops.yaml"
 DEFAULT_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7)
 
 
-def build(policy: str = "save", folder: Path | None = None):
-    """Generate the benchmark module (with every op's memory policy set) and import it."""
+def build(policy: str = "save", folder: Path | None = None, fuse: str = "none",
+          unfused: frozenset = frozenset()):
+    """Generate the benchmark module (every op's memory policy set, and ``fuse`` for
+    every op not in ``unfused``) and import it."""
     import importlib.util
 
     import yaml
@@ -45,9 +51,10 @@ def build(policy: str = "save", folder: Path | None = None):
     spec = yaml.safe_load(SPEC.read_text())
     for op in spec["ops"]:
         op["memory"] = policy
-    spec["module"] = f"bench_ops_{policy}"
+        op["fuse"] = "none" if op["name"] in unfused else fuse
+    spec["module"] = f"bench_ops_{policy}_{fuse}"
     folder = folder or Path(tempfile.mkdtemp(prefix="gradgen-bench-"))
-    path = folder / f"ops_{policy}.yaml"
+    path = folder / f"ops_{policy}_{fuse}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     ((name, text),) = generate([str(path)], str(folder)).items()
     (folder / name).write_text(text)
@@ -58,13 +65,19 @@ def build(policy: str = "save", folder: Path | None = None):
 
 
 def step_function(tf, fn, differentiable, jit: bool):
+    """A ``tf.function`` returning ``(output, gradients)``: the output is kept (a model
+    uses it), and the backward pass starts after it exists (a model's upstream gradient
+    comes from a loss of it), so neither is pruned or run ahead of the forward."""
+
     @tf.function(jit_compile=jit)
     def step(inputs, upstream):
         watched = [x for x, on in zip(inputs, differentiable) if on]
         with tf.GradientTape() as tape:
             tape.watch(watched)
             out = fn(*inputs)
-        return tape.gradient(out, watched, output_gradients=upstream)
+        with tf.control_dependencies([out]):
+            upstream = tf.identity(upstream)
+        return out, tape.gradient(out, watched, output_gradients=upstream)
 
     return step
 
@@ -86,7 +99,8 @@ def time_pair(tf, steps: dict, inputs, upstream, repeats: int) -> dict:
 
 
 def _sync(result):
-    for t in result:
+    out, grads = result
+    for t in [out, *grads]:
         if t is not None:
             t.numpy().ravel()[:1]  # wait for the values (also on a GPU)
 

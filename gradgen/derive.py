@@ -308,6 +308,16 @@ class _Deriver:
             for o, expr in outputs:
                 self._check_holomorphic(expr, o.key)
 
+        if p.fuse == "xla":
+            for n in nodes:
+                if n.op == "det" or (n.op == "inverse" and p.is_complex):
+                    what = "det()" if n.op == "det" else "a complex inverse()"
+                    raise self._error(
+                        n.key, f"fuse: xla cannot compile {what}: TensorFlow has no XLA "
+                        "kernel for it (MatrixDeterminant, complex MatrixInverse); use "
+                        "fuse: none for this op" + (", or log(det(...))" if n.op == "det"
+                                                    else "")
+                    )
         self.diff_symbols = {v.symbol for v in p.inputs if v.differentiable} | {
             n.symbol for n in nodes
         }
@@ -444,6 +454,7 @@ class _Deriver:
             forward=forward,
             reference=casts + self._reference(node_targets, out_locals, floats),
             memory=self.memory,
+            fuse=p.fuse,
             recomputed=recomputed,
             upstreams=tuple(u.name for u in upstreams),
             grad_fn=self.grad_fn,

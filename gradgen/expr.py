@@ -175,6 +175,7 @@ class Program:
     dtype: str
     key: Loc
     memory: str = "save"
+    fuse: str = "none"
     shape_of: dict = field(default_factory=dict, compare=False, repr=False)
     factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
 
@@ -454,6 +455,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         dtype=dtype,
         key=base,
         memory=op.memory,
+        fuse=op.fuse or "none",
         shape_of=parser.shape_of,
         factory=factory,
     )

@@ -203,6 +203,8 @@ class OpIR:
             log(det), trace, einsum), for the docstring.
         reduction_vjp_text: VJP rules of the reductions (sum, mean, max, min,
             logsumexp, softmax, log_softmax), listed apart.
+        fuse: ``xla``: the forward and the VJP are each one XLA-compiled function
+            (``tf.function(jit_compile=True)``); ``none``: plain TensorFlow ops.
         named_dims: (dim name, ((input, axis), ...)) for dims shared by several inputs.
         rewrites: the stable rewrites used (``name: identity``), for the docstring.
         example_shapes: concrete input shapes that broadcast as declared (unknown and
@@ -235,6 +237,7 @@ class OpIR:
     example_shapes: tuple
     solves: bool
     reduction_vjp_text: tuple[str, ...] = ()
+    fuse: str = "none"
 
 
 @dataclass(frozen=True)

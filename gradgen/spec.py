@@ -274,6 +274,7 @@ class OpSpec(_Model):
     outputs: Optional[dict[Name, Expression]] = None
     memory: Literal["save", "recompute"] = "save"
     dtype: Optional[DTypeSet] = None
+    fuse: Optional[Literal["none", "xla"]] = None
 
     @model_validator(mode="after")
     def _one_output_form(self) -> "OpSpec":
@@ -290,6 +291,7 @@ class ModuleSpec(_Model):
     version: int
     module: Name
     dtype: DTypeSet = "float32"
+    fuse: Literal["none", "xla"] = "none"
     doc: DocText = None
     ops: list[OpSpec] = Field(min_length=1, max_length=MAX_OPS)
 
@@ -934,7 +936,8 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
                 update={"dtype": dtype, "differentiable": differentiable and not is_int}
             )
         ops.append(op.model_copy(update={"inputs": inputs,
-                                          "dtype": list(generic) if generic else single}))
+                                          "dtype": list(generic) if generic else single,
+                                          "fuse": op.fuse or model.fuse}))
     return model.model_copy(update={"ops": ops}), problems
 
 
@@ -978,6 +981,10 @@ _DESCRIPTIONS = {
     "earlier intermediates.",
     ("OpSpec", "output"): "The one output's expression (the op returns one tensor).",
     ("OpSpec", "outputs"): "Named outputs' expressions (the op returns a tuple in order).",
+    ("OpSpec", "fuse"): "xla: the forward and the gradient each one XLA-compiled kernel "
+    "(tf.function(jit_compile=True)), also in a model that does not use XLA; none: "
+    "TensorFlow ops (default: the module's fuse).",
+    ("ModuleSpec", "fuse"): "The default of every op's fuse: none (default) or xla.",
     ("OpSpec", "memory"): "save (default): the gradient reuses forward values kept alive; "
     "recompute: it computes them again from the inputs, for a lower peak memory.",
     ("InputSpec", "shape"): "Dims: a size >= 0, null (known at run time) or a dim name "

@@ -136,7 +136,38 @@ def with_audit_line(views: OpViews, op: ir.OpIR, line: str,
 
 # What a dtype's tf.custom_gradient function is made of (its view's keys).
 _BODY_KEYS = ("forward", "upstreams", "grad_fn", "recompute", "recomputed", "backward",
-              "grad_returns", "returns")
+              "grad_returns", "returns", "fused")
+
+
+def kernel_names(impl: str) -> dict:
+    """The names of a fused op's two XLA kernels, from its ``tf.custom_gradient``
+    function's (``_name_vjp``: ``_name_forward`` and ``_name_backward``)."""
+    base = impl[: -len("_vjp")]
+    return {"forward_kernel": f"{base}_forward", "backward_kernel": f"{base}_backward"}
+
+
+def _kernels(op: ir.OpIR, printer: TFPrinter) -> dict:
+    """The views of ``fuse: xla``: the forward and the VJP each one function for
+    ``tf.function(jit_compile=True)``. The forward kernel returns the outputs and, with
+    ``memory: save``, the forward values the VJP uses; the VJP kernel takes the inputs,
+    those values and the upstream gradients (with ``memory: recompute`` it computes the
+    forward values again, inside the kernel, from the inputs alone)."""
+    outputs = [o.name for o in op.outputs]
+    if op.memory == "recompute":
+        body, used = op.recomputed + op.backward, set()
+    else:
+        body = op.backward
+        used = {sym.name for stmt in op.backward for e in ir.value_exprs(stmt.value)
+                for sym in e.free_symbols}
+    saved = [s.target for s in op.forward if s.target in used and s.target not in outputs]
+    inputs = [i.name for i in op.inputs]
+    params = inputs + [o for o in outputs if o in used] + saved + list(op.upstreams)
+    return {
+        "kernel_returns": ", ".join(outputs + saved),
+        "kernel_backward": _statements(printer, body, op, "the gradient", indent=4),
+        "kernel_backward_params": ", ".join(params),
+        "kernel_grads": ", ".join(i.grad for i in op.inputs if i.grad),
+    }
 
 
 def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
@@ -163,7 +194,8 @@ def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
             impl, note = f"_{name}_vjp", " in every dtype"
         else:
             impl, note = f"_{name}_{'_'.join(group)}_vjp", f" in {_dtypes_text(group)}"
-        impls.append(dict(v.module, impl=impl, dtype_note=note))
+        impls.append(dict(v.module, impl=impl, dtype_note=note,
+                          **(kernel_names(impl) if v.module["fused"] else {})))
         tests.append(" or ".join(f"{default.module['dtype_variable']} == tf.{d}"
                                  for d in group))
     dispatch = []
@@ -288,7 +320,10 @@ def op_views(op: ir.OpIR) -> OpViews:
         "returns": outputs[0] if op.single else (
             f"({outputs[0]},)" if len(outputs) == 1 else "(" + ", ".join(outputs) + ")"
         ),
+        "fused": op.fuse == "xla" and any(i.grad for i in op.inputs),
     }
+    if view["fused"]:
+        view.update(_kernels(op, printer), **kernel_names(op.impl))
     # the forward as written, in float64 (complex128): the emitted tests compare the op,
     # in its own dtype, with its autodiff and its central differences there, which
     # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)

@@ -31,7 +31,14 @@ def main():
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
     )
-    matrix, stability = load("matrix"), load("stability")
+    # `fused`: the same model with ops whose forward and gradient are XLA kernels
+    if sys.argv[1:] == ["fused"]:
+        fused = load("fused")
+        layer = lambda x, w, b: (fused.dense(x, w, b), None)  # noqa: E731
+        softplus = fused.softplus
+    else:
+        matrix, stability = load("matrix"), load("stability")
+        layer, softplus = matrix.layer, stability.softplus_naive
     rng = np.random.default_rng(0)
     x = rng.normal(size=(8, 4)).astype(np.float32)
     y = rng.normal(size=(8, 3)).astype(np.float32)
@@ -49,8 +56,8 @@ def main():
         def step(inputs):
             features, labels = inputs
             with tf.GradientTape() as tape:
-                h, _ = matrix.layer(features, w, b)
-                per_example = tf.reduce_sum(stability.softplus_naive(tf.reshape(h - labels, [-1])))
+                h, _ = layer(features, w, b)
+                per_example = tf.reduce_sum(softplus(tf.reshape(h - labels, [-1])))
                 loss = per_example / 8.0  # global batch size
             grads = tape.gradient(loss, [w, b])
             optimizer.apply_gradients(zip(grads, [w, b]))  # all-reduced across replicas

@@ -50,8 +50,17 @@ def test_readme_python_api_example_runs(tf):
 
     section = README[README.index("## Python API"):]
     block = re.search(r"```pycon\n(.*?)```", section, flags=re.S).group(1)
+    import builtins
+
     test = doctest.DocTestParser().get_doctest(block, {}, "README Python API", "README.md", 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    runner.run(test)
+    had, last = hasattr(builtins, "_"), getattr(builtins, "_", None)
+    try:
+        runner.run(test)
+    finally:  # the doctest's display hook sets builtins._, as an interactive session does
+        if had:
+            builtins._ = last
+        elif hasattr(builtins, "_"):
+            del builtins._
     assert runner.summarize(verbose=False).failed == 0
     assert test.examples and "sympy" in block

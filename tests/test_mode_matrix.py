@@ -35,6 +35,7 @@ def _load(path):
 
 
 CASES = _cases()
+IDS = [f"{stem[len('test_'):-len('_gradients')]}.{case[0]}" for stem, case in CASES]
 
 
 def _setup(tf, stem, case, seed=0):
@@ -64,7 +65,7 @@ def _no_xla_kernel(module, name, dtype) -> bool:
 
 
 @pytest.mark.parametrize("mode", MODES + ("xla",))
-@pytest.mark.parametrize("stem, case", CASES, ids=[f"{c[0]}" for _, c in CASES])
+@pytest.mark.parametrize("stem, case", CASES, ids=IDS)
 def test_every_op_in_every_mode(tf, stem, case, mode):
     module, name, inputs, differentiable = _setup(tf, stem, case)
     if mode == "xla" and _no_xla_kernel(module, name, case[1][0]):
@@ -103,7 +104,7 @@ SECOND_ORDER_TOL = {
 }
 
 
-@pytest.mark.parametrize("stem, case", CASES, ids=[f"{c[0]}" for _, c in CASES])
+@pytest.mark.parametrize("stem, case", CASES, ids=IDS)
 def test_every_op_second_order(tf, stem, case):
     module, name, inputs, differentiable = _setup(tf, stem, case, seed=5)
     results = []
