@@ -249,7 +249,7 @@ def plot(rows, path: Path) -> None:
                label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x, ops, rotation=45, ha="right")
-    ax.set_ylabel("TF autodiff time / generated time")
+    ax.set_ylabel("baseline (TF autodiff) time / generated time")
     ax.set_title("gradgen: speed ratio per op (median over sizes)")
     ax.legend()
     fig.tight_layout()
