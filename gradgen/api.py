@@ -79,6 +79,8 @@ class OpDef:
         dtype: one dtype, ``"floating"`` or a list of float dtypes (default: the
             module's).
         memory: ``"save"`` (default) or ``"recompute"``.
+        fuse: ``"xla"`` (forward and gradient each one XLA kernel) or ``"none"``
+            (default: the module's).
     """
 
     name: str
@@ -89,6 +91,7 @@ class OpDef:
     doc: Optional[str] = None
     dtype: Optional[Union[str, Sequence[str]]] = None
     memory: Optional[str] = None
+    fuse: Optional[str] = None
 
     def data(self) -> dict:
         """The op as YAML spec data (expressions as text, ``...`` as ``"..."``).
@@ -103,6 +106,8 @@ class OpDef:
             out["dtype"] = self.dtype if isinstance(self.dtype, str) else list(self.dtype)
         if self.memory is not None:
             out["memory"] = self.memory
+        if self.fuse is not None:
+            out["fuse"] = self.fuse
         out["inputs"] = {name: _input_data(name, decl) for name, decl in self.inputs.items()}
         for key in ("where", "outputs"):
             values = getattr(self, key)
@@ -251,15 +256,15 @@ def op(
     outputs: Optional[Mapping[str, Expression]] = None,
     where: Optional[Mapping[str, Expression]] = None, doc: Optional[str] = None,
     dtype: Optional[Union[str, Sequence[str]]] = None, memory: Optional[str] = None,
-    verify: bool = True, audit: bool = True,
+    fuse: Optional[str] = None, verify: bool = True, audit: bool = True,
 ) -> GeneratedOp:
     """Generate one op and load it, for a notebook: ``op(...)(x)`` runs it.
 
     Args:
         name: the op's name.
         output: its expression (spec text or SymPy), or give ``outputs``.
-        inputs, outputs, where, doc, dtype, memory: as for :class:`OpDef`; ``dtype`` is
-            the op's (default float32).
+        inputs, outputs, where, doc, dtype, memory, fuse: as for :class:`OpDef`;
+            ``dtype`` is the op's (default float32).
         verify, audit: as for :func:`generate_source`.
 
     Returns:
@@ -270,7 +275,7 @@ def op(
         TypeError: see :func:`expression_text`.
         VerificationError: a derived gradient failed the numerical check.
     """
-    definition = OpDef(name, inputs, output, outputs, where, doc, dtype, memory)
+    definition = OpDef(name, inputs, output, outputs, where, doc, dtype, memory, fuse)
     module = f"{name}_op"
     source = generate_source([definition], module=module, verify=verify, audit=audit)
     loaded = _import_source(module, source)

@@ -185,10 +185,13 @@ def _check_domain(value: Any) -> Any:
             f"expected [low, high], 'positive' or 'negative'; got {_describe(value)}"
             + (f"; did you mean '{hint[0]}'?" if hint else "")
         )
-    numbers = (
-        isinstance(value, list) and len(value) == 2
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-    )
+    if isinstance(value, list) and len(value) != 2:
+        raise ValueError(f"a domain [low, high] has two numbers; got {len(value)}")
+    numbers = isinstance(value, list) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    if isinstance(value, list) and not numbers:
+        bad = next(v for v in value if not isinstance(v, (int, float)) or isinstance(v, bool))
+        raise ValueError(f"a domain's bounds are numbers; got {_describe(bad)}")
     if not numbers:
         raise ValueError(
             f"expected [low, high], 'positive' or 'negative'; got {_describe(value)}"
@@ -898,8 +901,8 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
         inputs = {}
         op_dtype = op.dtype if op.dtype is not None else model.dtype
         generic = dtype_set(op_dtype)
-        if generic and not any(s.dtype is None for s in op.inputs.values()):
-            generic = None  # no input follows the op's dtype: one dtype, the default
+        if generic and all(s.dtype in INT_DTYPES for s in op.inputs.values()):
+            generic = None  # integer inputs only: one dtype, the default
         if generic:
             for name, spec in op.inputs.items():
                 if spec.dtype is not None and spec.dtype not in INT_DTYPES:
@@ -912,8 +915,8 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
                     ))
             single = default_dtype(generic)
         else:
-            single = op_dtype if isinstance(op_dtype, str) else default_dtype(
-                dtype_set(op_dtype))
+            several = dtype_set(op_dtype)  # (an op of integer inputs only)
+            single = default_dtype(several) if several else op_dtype
         for name, spec in op.inputs.items():
             dtype = spec.dtype or single
             is_int = dtype in INT_DTYPES

@@ -128,3 +128,10 @@ def test_importing_gradgen_imports_neither_sympy_nor_tensorflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_fuse_from_python():
+    source = gradgen.generate_source(
+        [gradgen.OpDef("f", {"x": [...]}, sympy.exp(x) - 1, fuse="xla")], verify=False,
+        audit=False)
+    assert "@tf.function(jit_compile=True, reduce_retracing=True)\ndef _f_forward(x):" in source

@@ -28,7 +28,7 @@ def _spec(inputs: str, output: str) -> str:
         ("{x: {shape: [3], domain: [2, 1]}}", "a domain [low, high] needs low < high; got [2, 1]"),
         ("{x: {shape: [3], domain: positve}}", "got 'positve'; did you mean 'positive'?"),
         ("{x: {shape: [3], domain: [0, .inf]}}", "finite numbers of magnitude at most 1e300"),
-        ("{x: {shape: [3], domain: [1, 2, 3]}}", "expected [low, high], 'positive' or 'negative'"),
+        ("{x: {shape: [3], domain: [1, 2, 3]}}", "a domain [low, high] has two numbers; got 3"),
         ("{x: {shape: [3], dtype: int32, domain: [0.2, 0.8]}}", "holds no integer"),
     ],
 )
@@ -96,3 +96,13 @@ def test_lennard_jones_in_float32_at_distances_of_1e4(tf, potentials):
                                    atol=1e-4 * np.max(np.abs(want.numpy())))
     source = potentials.__loader__.get_data(potentials.__file__).decode()
     assert "sigma_over_r = sigma / r" in source and "s6 = " in source
+
+
+@pytest.mark.parametrize("domain, message", [
+    ("[1]", "a domain [low, high] has two numbers; got 1"),
+    ("[a, 2]", "a domain's bounds are numbers; got 'a'"),
+])
+def test_domain_shape_errors(domain, message):
+    with pytest.raises(SpecError) as e:
+        parse_spec(_spec(f"{{x: {{shape: [3], domain: {domain}}}}}", "x").encode(), "s.yaml")
+    assert message in str(e.value)

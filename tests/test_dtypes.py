@@ -228,3 +228,17 @@ def test_an_input_of_a_generic_op_cannot_fix_a_float_dtype(tmp_path):
     assert result.exit_code == 2
     assert ("op 'f', field 'inputs.y.dtype': input 'y' declares dtype float32, but the op "
             "is generated for float16, bfloat16, float32, float64") in result.stderr
+
+
+def test_a_float_dtype_on_the_only_input_of_a_generic_op_is_refused(tmp_path):
+    """It made the op silently one-dtype (float64 only) where the spec said floating."""
+    from gradgen.errors import SpecError
+    from gradgen.spec import parse_spec
+
+    text = ("version: 1\nmodule: m\ndtype: floating\nops:\n  - name: f\n"
+            "    inputs: {a: {shape: [3], dtype: float64}}\n    output: a\n")
+    with pytest.raises(SpecError, match="input 'a' declares dtype float64, but the op is "
+                       "generated for float16, bfloat16, float32, float64"):
+        parse_spec(text.encode(), "s.yaml")
+    ints = text.replace("dtype: float64", "dtype: int32")  # integer inputs only: one dtype
+    assert parse_spec(ints.encode(), "s.yaml").model.ops[0].dtype == "float32"
