@@ -26,6 +26,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["GRADGEN_CACHE"] = "0"
 
 
+def sampled(values, keep: int = 2) -> list:
+    """Parametrize values of which the first ``keep`` run by default and the rest are
+    marked slow (`python3 -m pytest -m slow` runs them): the default run keeps one or
+    two cases of each kind of a long, subprocess-heavy table."""
+    return [v if i < keep else pytest.param(*(v if isinstance(v, tuple) else (v,)),
+                                            marks=pytest.mark.slow)
+            for i, v in enumerate(values)]
+
+
 def checkout_env(env=None) -> dict:
     """``env`` (default: this process's environment) with the repository root first on
     PYTHONPATH, so that a child Python imports this checkout's gradgen (and its

@@ -45,7 +45,12 @@ def test_expression_record(index):
 
 
 @pytest.mark.parametrize(
-    "example, index", [(e, i) for e, i, _ in example_ops()],
+    "example, index",
+    # the other-dtype copies of stability and special (`spec@dtype`) are slow: each op
+    # derived again three times; their dtypes' behaviour is checked numerically by
+    # test_stability.py and test_special_stability.py in the default run
+    [pytest.param(e, i, marks=pytest.mark.slow) if "@" in e else (e, i)
+     for e, i, _ in example_ops()],
     ids=[f"{e.replace('.yaml', '')}.{name}" for e, _, name in example_ops()],
 )
 def test_printed_views(example, index):

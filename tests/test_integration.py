@@ -296,6 +296,7 @@ def test_dims_unknown_while_tracing_are_checked_when_run(tf, mods):
         step(tf.ones([10, 5]), tf.ones([5]))  # x is declared [10, 1]
 
 
+@pytest.mark.slow  # six fresh processes measuring peak memory (~40 s)
 def test_recompute_lowers_peak_memory(tf):
     """memory: recompute keeps less alive than memory: save and than autodiff, measured
     by TensorFlow's allocator in fresh processes (benchmarks/memory.py: 8 mish layers).

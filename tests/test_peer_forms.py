@@ -81,6 +81,7 @@ def test_known_unclean_name_forms():
     assert set(KNOWN_UNCLEAN) <= {f.name for f in FORMS}
 
 
+@pytest.mark.slow  # a sweep: every form built and scored in four dtypes (~2 min)
 @pytest.mark.parametrize("name", [_param(f) for f in FORMS])
 def test_form_is_clean(reports, name):
     report = reports[name]
@@ -88,6 +89,7 @@ def test_form_is_clean(reports, name):
     assert report.clean, f"{name} ({report.form.expression}): {report.reason(limit=6)}"
 
 
+@pytest.mark.slow
 def test_readme_count_is_current(reports):
     """The README states how many forms are clean; it must be what the suite measures."""
     from conftest import ROOT

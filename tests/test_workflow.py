@@ -166,6 +166,7 @@ def test_committed_schema_is_current_and_examples_validate():
     assert list(validator.iter_errors(bad))
 
 
+@pytest.mark.slow  # tests/generated runs every emitted module in the default run
 def test_emitted_tests_pass(tmp_path):
     """build --emit-tests writes a pytest module per spec; run them as a user would
     (outside this repository's conftest). Two specs, one real and one complex: every
