@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 
 import sympy
@@ -114,11 +115,9 @@ class _SpecText(StrPrinter):
 
     def _print_Float(self, expr):
         # the shortest text of a double that is this number (0.5, not 0.500000000000000)
-        text = repr(float(expr))
-        if "inf" not in text and "nan" not in text and sympy.Float(
-            text, precision=expr._prec
-        ) == expr:
-            return text
+        value = float(expr)
+        if math.isfinite(value) and sympy.Float(repr(value), precision=expr._prec) == expr:
+            return repr(value)
         return super()._print_Float(expr)
 
 

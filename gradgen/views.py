@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import ir
 from .printer import PrintError, TFPrinter, print_value, with_dependencies
-from .spec import default_dtype
+from .spec import COMPLEX_DTYPES, default_dtype
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
 from .safe import literal
 
@@ -328,8 +328,7 @@ def op_views(op: ir.OpIR) -> OpViews:
     # in its own dtype, with its autodiff and its central differences there, which
     # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)
     # and do not overflow where the naive form would in the op's dtype
-    test_printer = TFPrinter("complex128" if op.dtype in ("complex64", "complex128")
-                             else "float64")
+    test_printer = TFPrinter("complex128" if op.dtype in COMPLEX_DTYPES else "float64")
     reference = _statements(test_printer, op.reference, op, "the reference forward", indent=4)
     outputs = [o.name for o in op.outputs]
     test = {
