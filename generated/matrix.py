@@ -264,13 +264,32 @@ def _complex_det(a):
 
 
 def _logabsdet(matrix):
-    """log|det(matrix)| over the last two axes, as the sum of log|diag(R)| of a QR.
+    """log|det(matrix)| over the last two axes (a real tensor).
 
-    Stable where det over- or underflows, and compiles under XLA (TensorFlow's slogdet
-    and det kernels do not).
+    TensorFlow's `slogdet` (an LU: faster) for float32 and float64 where the graph is
+    not compiled by XLA, which has no kernel for it; else the sum of log|diag(R)| of a
+    QR, which XLA compiles (and TensorFlow has for float16 and complex dtypes). Both
+    are stable where det over- or underflows.
     """
+    if matrix.dtype in (tf.float32, tf.float64) and not _in_xla_context():
+        return tf.linalg.slogdet(matrix)[1]
     r = tf.linalg.qr(matrix)[1]
     return tf.reduce_sum(tf.math.log(tf.math.abs(tf.linalg.diag_part(r))), axis=-1)
+
+
+def _in_xla_context():
+    """Whether the graph being built is compiled by XLA (`jit_compile=True`, TPU).
+
+    TensorFlow has no public API for this; its own TensorArray and while_loop ask
+    `control_flow_util.GraphOrParentsInXlaContext` (tensor_array_ops.py). Where a
+    TensorFlow build lacks it, True: the form chosen then compiles everywhere.
+    """
+    try:
+        from tensorflow.python.ops import control_flow_util
+    except ImportError:
+        return True
+    in_xla = getattr(control_flow_util, "GraphOrParentsInXlaContext", None)
+    return in_xla is None or in_xla(tf.compat.v1.get_default_graph())
 
 
 def _unbroadcast(grad, like):

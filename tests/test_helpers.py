@@ -1474,17 +1474,44 @@ def logabsdet_case(make, dtype):
     return rounded(a, dtype), real
 
 
+def logabsdet_in(H, form):
+    """_logabsdet as it runs in ``form``: "eager" (slogdet's LU for float32 and float64,
+    QR otherwise) or "xla" (traced inside ``jit_compile=True``: always the QR)."""
+    if form == "eager":
+        return H._logabsdet
+    return tf.function(H._logabsdet, jit_compile=True, reduce_retracing=True)
+
+
+@pytest.mark.parametrize("form", ("eager", "xla"))
 @pytest.mark.parametrize("dtype", LOGABSDET_DTYPES)
 @pytest.mark.parametrize("make", LOGABSDET_CASES)
-def test_logabsdet(H, make, dtype):
-    """log|det| from a QR. The error on the log is the relative error of |det|: a
-    backward-stable QR gives ~n * eps * condition (condition <= 4 here), so atol
-    10 n eps, plus RTOL of the value (log|det| reaches ~1400 in float64)."""
+def test_logabsdet(H, make, dtype, form):
+    """log|det| from slogdet's LU or a QR. The error on the log is the relative error of
+    |det|: a backward-stable factorization gives ~n * eps * condition (condition <= 4
+    here), so atol 10 n eps, plus RTOL of the value (log|det| reaches ~1400 in
+    float64)."""
     a, real = logabsdet_case(make, dtype)
-    out = H._logabsdet(tf.constant(a, dtype))
+    out = logabsdet_in(H, form)(tf.constant(a, dtype))
     assert out.dtype == real
     want = rounded(batched(mp_logabsdet, a), "float64")
     assert_close(out, want, RTOL[real], atol=10 * a.shape[-1] * np.finfo(real).eps)
+
+
+def test_logabsdet_form_per_mode(H):
+    """slogdet where TensorFlow runs the graph (faster), the QR under XLA (which has no
+    LogMatrixDeterminant kernel), and the QR for dtypes slogdet has no kernel for."""
+    def ops_of(fn, dtype):
+        graph = tf.function(fn).get_concrete_function(
+            tf.TensorSpec([None, 3, 3], dtype)).graph
+        return {op.type for op in graph.get_operations()}
+
+    assert "LogMatrixDeterminant" in ops_of(H._logabsdet, tf.float32)
+    assert "Qr" in ops_of(H._logabsdet, tf.float16)
+    assert "Qr" in ops_of(H._logabsdet, tf.complex64)
+    jit = tf.function(H._logabsdet, jit_compile=True)
+    jit_ops = {op.type for op in jit.get_concrete_function(
+        tf.TensorSpec([None, 3, 3], tf.float32)).graph.get_operations()}
+    assert "Qr" in jit_ops and "LogMatrixDeterminant" not in jit_ops
 
 
 @pytest.mark.xfail(
@@ -1498,16 +1525,28 @@ def test_logabsdet_squares_near_tiny(H, dtype):
     a, real = logabsdet_case(
         lambda fi: orthogonal_times([1.0, 2.0, 0.5, 1.5]) * np.sqrt(fi.tiny), dtype
     )
-    out = H._logabsdet(tf.constant(a, dtype))
+    out = logabsdet_in(H, "xla")(tf.constant(a, dtype))
     want = rounded(batched(mp_logabsdet, a), "float64")
     assert_close(out, want, RTOL[real], atol=10 * a.shape[-1] * np.finfo(real).eps)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_logabsdet_gradient(H, dtype):
-    """d log|det(a)| / da = inverse(a)^T (TensorFlow's QR gradient)."""
+def test_logabsdet_lu_near_tiny(H, dtype):
+    """slogdet's LU does not square the entries: accurate where the QR is not."""
+    a, real = logabsdet_case(
+        lambda fi: orthogonal_times([1.0, 2.0, 0.5, 1.5]) * np.sqrt(fi.tiny), dtype
+    )
+    out = logabsdet_in(H, "eager")(tf.constant(a, dtype))
+    want = rounded(batched(mp_logabsdet, a), "float64")
+    assert_close(out, want, RTOL[real], atol=10 * a.shape[-1] * np.finfo(real).eps)
+
+
+@pytest.mark.parametrize("form", ("eager", "xla"))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logabsdet_gradient(H, dtype, form):
+    """d log|det(a)| / da = inverse(a)^T (TensorFlow's slogdet and QR gradients)."""
     a = rounded(orthogonal_times([1.0, 2.0, 0.5, 1.5]), dtype)
-    grad = tape_vjp(H._logabsdet, tf.constant(a, dtype), None)
+    grad = tape_vjp(logabsdet_in(H, form), tf.constant(a, dtype), None)
     inv_t = np.array((mp_matrix(a) ** -1).T.tolist(), dtype=object)
     # |inverse| <= 2 (smallest singular value 0.5), errors ~ n * condition * eps
     assert_close(grad, rounded(inv_t, "float64"), 0.0, atol=10 * 4 * RTOL[dtype] * 2)
