@@ -78,7 +78,8 @@ class OpDef:
         doc: the docstring's first paragraph.
         dtype: one dtype, ``"floating"`` or a list of float dtypes (default: the
             module's).
-        memory: ``"save"`` (default) or ``"recompute"``.
+        memory: ``"save"`` or ``"recompute"`` (default: ``"recompute"`` with
+            ``fuse="xla"``, else ``"save"``).
         fuse: ``"xla"`` (forward and gradient each one XLA kernel) or ``"none"``
             (default: the module's).
     """

@@ -40,7 +40,16 @@ from . import shapes as sh
 from .errors import Diagnostic, SpecError
 from . import functions as fn
 from .naming import EXPRESSION_NAMES
-from .spec import BATCH, COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, Loc, OpSpec, SpecDocument
+from .spec import (
+    BATCH,
+    COMPLEX_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    Loc,
+    OpSpec,
+    SpecDocument,
+    default_memory,
+)
 
 # TensorFlow kernels (forward and VJP) a matrix function prints as, and the float
 # dtypes they lack (TF 2.21 CPU and GPU registrations): the VJP of det() uses an SVD,
@@ -454,7 +463,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         single=op.output is not None,
         dtype=dtype,
         key=base,
-        memory=op.memory,
+        memory=op.memory or default_memory(op.fuse or "none"),
         fuse=op.fuse or "none",
         shape_of=parser.shape_of,
         factory=factory,

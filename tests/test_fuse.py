@@ -26,7 +26,8 @@ def test_each_op_is_two_xla_kernels():
         for kernel in ("forward", "backward"):
             assert (f"@tf.function(jit_compile=True, reduce_retracing=True)\n"
                     f"def _{name}_{kernel}(") in source
-    # memory: recompute: the backward kernel takes the inputs and the upstream only
+    # memory: recompute (the default with fuse): the backward kernel takes the inputs
+    # and the upstream only
     assert "def _mish_backward(x, upstream):" in source
     # memory: save: the values the backward uses come from the forward kernel
     assert "out, r, mask = _huber_forward(pred, target)" in source
