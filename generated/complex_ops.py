@@ -724,9 +724,8 @@ def _transpose_trace_vjp(A, B):
     t = tf.linalg.trace(product)
     # transpose_trace.outputs.s: transpose(B)
     transposed_1 = tf.linalg.matrix_transpose(B)
-    t_1 = C * transposed_1
     # transpose_trace.outputs.s: sum((C*transposed_1), axis=[2], keepdims=True)
-    total = tf.reduce_sum(t_1, axis=[2], keepdims=True)
+    total = tf.reduce_sum(C * transposed_1, axis=[2], keepdims=True)
     # transpose_trace.outputs.s: mean(A, axis=[1, 2], keepdims=True)
     average = tf.reduce_mean(A, axis=[1, 2], keepdims=True)
     # transpose_trace.outputs.s
@@ -736,11 +735,8 @@ def _transpose_trace_vjp(A, B):
         # unbroadcast [batch, 1, 1] from [batch, 3, 1]: sum axes [1] keeping dims
         #     (size-1 dims)
         grad_average = tf.reduce_sum(upstream_s, axis=[1], keepdims=True)
-        # VJP of total (sum): upstream_s broadcast over axes [2]
-        #     (transpose_trace.outputs.s)
-        grad_total_arg = tf.broadcast_to(upstream_s, tf.shape(t_1))
         # unbroadcast [3, 3] from [batch, 3, 3]: sum leading axes [0] (rank extension)
-        grad_transposed_1 = tf.reduce_sum(grad_total_arg * tf.math.conj(C), axis=[0])
+        grad_transposed_1 = tf.reduce_sum(upstream_s * tf.math.conj(C), axis=[0])
         # VJP of t (trace): upstream_t * I  (transpose_trace.outputs.t)
         grad_product = upstream_t[..., tf.newaxis, tf.newaxis] * tf.eye(
             3, dtype=tf.complex128
@@ -750,19 +746,17 @@ def _transpose_trace_vjp(A, B):
         # VJP of product (matmul): adjoint(C) @ grad_product
         #     (transpose_trace.outputs.t)
         grad_C = (
-            grad_total_arg * tf.math.conj(transposed_1)
+            upstream_s * tf.math.conj(transposed_1)
             + tf.linalg.matmul(grad_product, C, adjoint_b=True)
             + tf.linalg.matmul(C, grad_product, adjoint_a=True)
         )
         # VJP of C (matmul): grad_C @ adjoint(B)  (transpose_trace.where.C)
         grad_transposed = tf.linalg.matmul(grad_C, B, adjoint_b=True)
-        # VJP of average (mean): grad_average broadcast, divided by the count over axes
-        #     [1, 2]  (transpose_trace.outputs.s)
         # VJP of transposed (transpose): transpose(grad_transposed)
         #     (transpose_trace.where.C)
-        grad_A = tf.broadcast_to(
-            grad_average / 9.0, tf.shape(A)
-        ) + tf.linalg.matrix_transpose(grad_transposed)
+        # VJP of average (mean): grad_average broadcast, divided by the count over axes
+        #     [1, 2]  (transpose_trace.outputs.s)
+        grad_A = grad_average / 9.0 + tf.linalg.matrix_transpose(grad_transposed)
         # VJP of transposed_1 (transpose): transpose(grad_transposed_1)
         #     (transpose_trace.outputs.s)
         # VJP of C (matmul): adjoint(transposed) @ grad_C  (transpose_trace.where.C)

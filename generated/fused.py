@@ -491,9 +491,8 @@ def _layer_norm_forward(x):
     # layer_norm.where.mu: mean(x, axis=[-1], keepdims=True)
     mu = tf.reduce_mean(x, axis=[-1], keepdims=True)
     d = -mu + x
-    d_sq = d * d
     # layer_norm.output: mean(((-mu + x)**2), axis=[-1], keepdims=True)
-    average = tf.reduce_mean(d_sq, axis=[-1], keepdims=True)
+    average = tf.reduce_mean(d * d, axis=[-1], keepdims=True)
     t = average + 1e-05
     t_1 = tf.math.rsqrt(t)
     # layer_norm.output
@@ -506,8 +505,7 @@ def _layer_norm_backward(x, upstream):
     """`layer_norm`'s VJP: one XLA kernel (fuse: xla)."""
     mu = tf.reduce_mean(x, axis=[-1], keepdims=True)
     d = -mu + x
-    d_sq = d * d
-    average = tf.reduce_mean(d_sq, axis=[-1], keepdims=True)
+    average = tf.reduce_mean(d * d, axis=[-1], keepdims=True)
     t = average + 1e-05
     t_1 = tf.math.rsqrt(t)
     out = d * t_1
@@ -519,7 +517,7 @@ def _layer_norm_backward(x, upstream):
     )
     # VJP of average (mean): grad_average broadcast, divided by the count over axes [-1]
     #     (layer_norm.output)
-    grad_average_arg = tf.broadcast_to(0.0625 * grad_average, tf.shape(d_sq))
+    grad_average_arg = 0.0625 * grad_average
     t_2 = t_1 * upstream
     t_3 = 2.0 * mu - 2.0 * x
     # d(out)/d(mu) = -1/sqrt(mean((-mu + x)**2, axis=[-1], keepdims=True) + 1e-05)
@@ -532,9 +530,7 @@ def _layer_norm_backward(x, upstream):
     # d(average operand)/d(x) = -2*mu + 2*x  (layer_norm.output)
     # VJP of mu (mean): grad_mu broadcast, divided by the count over axes [-1]
     #     (layer_norm.where.mu)
-    grad_x = (
-        -grad_average_arg * t_3 + t_2 + tf.broadcast_to(0.0625 * grad_mu, tf.shape(x))
-    )
+    grad_x = -grad_average_arg * t_3 + 0.0625 * grad_mu + t_2
     return grad_x
 
 

@@ -702,7 +702,7 @@ def _layer_vjp(x, w, bias):
     def grad(upstream_h, upstream_average):
         # VJP of average (mean): upstream_average broadcast, divided by the count over
         #     axes [1]  (layer.outputs.average)
-        grad_average_arg = tf.broadcast_to(upstream_average / 3.0, tf.shape(h))
+        grad_average_arg = upstream_average / 3.0
         t = (1.0 - h) * (h + 1.0)
         # d(h)/d(product) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
         #     (layer.outputs.h)

@@ -195,11 +195,17 @@ def _shorten(text: str) -> str:
 
 @dataclass
 class _Contribution:
-    """A cotangent contribution to one symbol: a value of the given declared shape."""
+    """A cotangent contribution to one symbol: a value of the given declared shape.
+
+    ``wide``: where ``value`` is a keepdims reduction's cotangent, smaller than the
+    symbol (``shape`` is then its own), the value broadcast to the symbol's shape; the
+    sum uses ``value`` where other contributions broadcast it, else ``wide``.
+    """
 
     value: ir.Value
     shape: sh.Shape
     comments: tuple = ()
+    wide: ir.Value | None = None
 
 
 @dataclass
@@ -379,7 +385,7 @@ class _Deriver:
             contributions = state.contributions.pop(v.symbol, [])
             plans = [
                 sh.describe_reduction(sh.reduction_plan(v.shape, c.shape), v.shape, c.shape)
-                for c in contributions
+                for c in contributions if c.wide is None
             ]
             self.reductions.append((v.name, tuple(dict.fromkeys(plans))))
             target = self.scope.claim(f"grad_{v.name}")
@@ -543,12 +549,18 @@ class _Deriver:
         self._check_printable(d, key, f"derivative {label}")
         return d
 
-    def _elementwise_vjp(self, state, expr, g, shape, out_name, key, docs):
-        """Contributions of ``g * conj(d expr/d v)`` to every differentiable symbol ``v``."""
+    def _elementwise_vjp(self, state, expr, g, shape, out_name, key, docs, narrow=None):
+        """Contributions of ``g * conj(d expr/d v)`` to every differentiable symbol ``v``.
+
+        ``narrow``: ``(g's shape, widened)`` where ``g`` is smaller than ``shape`` (a
+        keepdims reduction's cotangent); ``widened()`` gives ``g`` broadcast to
+        ``shape``, used for the partials whose product with ``g`` would not have it.
+        """
         key_text = self._key(key)
         for v in sorted(expr.free_symbols & self.diff_symbols, key=str):
             if expr == v:  # the output is this value itself: the cotangent passes through
-                state.contributions.setdefault(v, []).append(_Contribution(g, shape))
+                passed = g if narrow is None else narrow[1]()
+                state.contributions.setdefault(v, []).append(_Contribution(passed, shape))
                 continue
             label = f"d({out_name})/d({v.name})"
             d = self._partial(expr, v, key, label)
@@ -556,7 +568,10 @@ class _Deriver:
             if d == 0:
                 continue
             d_code = self._finalize(d, partial=True)
-            term = g * (sympy.conjugate(d_code) if self.p.is_complex else d_code)
+            g_v = g
+            if narrow is not None and not self._covers(d_code, narrow[0], shape):
+                g_v = narrow[1]()
+            term = g_v * (sympy.conjugate(d_code) if self.p.is_complex else d_code)
             # no provenance for a constant partial or a single value: the code says it
             comments = () if d.is_number or d.is_Symbol else (
                 _shorten(f"{label} = {self._show(d)}  ({key_text})"),)
@@ -565,7 +580,10 @@ class _Deriver:
     def _accumulate(self, contributions, target, target_shape):
         """Sum contributions, unbroadcasting each group of equal shape to ``target_shape``."""
         groups: list[tuple[sh.Shape, list[_Contribution]]] = []
+        narrow = [c for c in contributions if c.wide is not None]
         for c in contributions:
+            if c.wide is not None:
+                continue
             for shape, members in groups:
                 if sh.same_shape(shape, c.shape):
                     members.append(c)
@@ -583,6 +601,9 @@ class _Deriver:
                 indent = "  " if above else ""
                 comments.append(indent + sh.describe_reduction(plan, target_shape, shape))
             parts.append(_unbroadcast(total, plan, target))
+        for c in narrow:  # a part of the target's shape broadcasts the others in the sum
+            parts.append(c.value if parts else c.wide)
+        comments.extend(line for c in narrow for line in c.comments)
         return _add(parts), tuple(comments)
 
     def _forward_call(self, node: TensorNode, args: tuple) -> ir.Call:
@@ -647,6 +668,10 @@ class _Deriver:
             return sympy.conjugate(v)
 
         rules = []  # (operand expression, VJP value, contribution shape, formula text)
+        # A keepdims reduction's cotangent before it is broadcast back (value, shape,
+        # broadcast of a local holding it): a compound operand's partials that have the
+        # operand's shape broadcast it in their product, with no broadcast_to pass.
+        narrow = None
         if node.op == "elementwise":  # a materialized `where` intermediate: chain rule
             self._elementwise_vjp(state, node.args[0], g, node.shape, name, node.key, docs)
             return []
@@ -708,6 +733,10 @@ class _Deriver:
             )
             what = "broadcast" if node.op == "sum" else "broadcast, divided by the count"
             rules = [(node.args[0], value, shapes[0], f"{g.name} {what} over axes {list(axes)}")]
+            if keepdims:  # a compound operand's partials may broadcast it for free
+                narrow = (cotangent, node.shape, lambda ga: ir.Call(
+                    "unreduce", (ga, args[0]), (("axes", axes), ("keepdims", True),
+                                                ("shape", self._static(shapes[0])))))
         elif node.op in ("max", "min"):
             axes, keepdims = node.param("axes"), node.param("keepdims")
             value = ir.Call(
@@ -764,16 +793,45 @@ class _Deriver:
             comment = _shorten(f"VJP of {name} ({node.op}): {text}  ({key_text})")
             if arg.is_Symbol:
                 state.contributions.setdefault(arg, []).append(
-                    _Contribution(vjp, vjp_shape, (comment,))
+                    _Contribution(vjp, vjp_shape, (comment,)) if narrow is None else
+                    _Contribution(narrow[0], narrow[1], (comment,), wide=vjp)
                 )
                 continue
             # A compound operand: materialize its cotangent, then differentiate it.
-            ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
-            state.backward.append((ga.name, vjp, (comment,)))
-            self._elementwise_vjp(
-                state, arg, ga, vjp_shape, f"{name} operand", node.key, docs
-            )
+            if narrow is None:
+                ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
+                state.backward.append((ga.name, vjp, (comment,)))
+                self._elementwise_vjp(
+                    state, arg, ga, vjp_shape, f"{name} operand", node.key, docs
+                )
+                continue
+            value, narrow_shape, widen = narrow
+            if isinstance(value, sympy.Symbol):
+                ga = value  # the cotangent is already a local (e.g. the upstream)
+            else:
+                ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
+                state.backward.append((ga.name, value, (comment,)))
+            wide = []  # the broadcast cotangent, made once where a partial needs it
+
+            def widened():
+                if not wide:
+                    wide.append(self._symbol(self.scope.claim(f"{ga.name}_wide")))
+                    state.backward.append((wide[0].name, widen(ga), ()))
+                return wide[0]
+
+            self._elementwise_vjp(state, arg, ga, vjp_shape, f"{name} operand", node.key,
+                                  docs, narrow=(narrow_shape, widened))
         return texts
+
+    def _covers(self, expr, g_shape: sh.Shape, shape: sh.Shape) -> bool:
+        """Whether ``g * expr`` has ``shape`` by broadcasting, for a ``g`` of ``g_shape``
+        (every symbol of ``expr`` of known shape)."""
+        symbols = expr.free_symbols if isinstance(expr, sympy.Basic) else {None}
+        if any(s not in self.shape_of for s in symbols):
+            return False
+        factory = sh.DimFactory()
+        actual = sh.broadcast_all([g_shape] + [self.shape_of[s] for s in symbols], factory)
+        return sh.same_shape(actual, shape)
 
     # ----------------------------------------------------------------- CSE + order
 

@@ -356,3 +356,60 @@ def test_log_mean_exp_with_an_empty_batch(tf, modules):
     the size of the empty result)."""
     out = modules["float32"].log_mean_exp(tf.zeros([3, 0]))
     assert out.shape == (0,)
+
+
+def _keepdims_ops(tf):
+    """name: (output, reference in TensorFlow, whether a partial broadcasts the
+    cotangent so that the gradient needs no broadcast_to)."""
+    mean, total = tf.reduce_mean, tf.reduce_sum
+    return {
+        "normalized": ("x - mean(x, axis=-1, keepdims=True)",
+                       lambda x, y: x - mean(x, -1, True), False),
+        "centered_square": ("(x - mean(x, axis=-1, keepdims=True))**2",
+                            lambda x, y: (x - mean(x, -1, True)) ** 2, True),
+        "scaled_sum": ("sum(2 * x + y, axis=-1, keepdims=True)",
+                       lambda x, y: total(2 * x + y, -1, True), False),
+        "weighted_sum": ("sum(x * y, axis=-1, keepdims=True)",
+                         lambda x, y: total(x * y, -1, True), True),
+        "plain_mean": ("mean(x, axis=[0, 1], keepdims=True) * y",
+                       lambda x, y: mean(x, [0, 1], True) * y, False),
+    }
+
+
+@pytest.mark.parametrize("name", ["normalized", "centered_square", "scaled_sum",
+                                  "weighted_sum", "plain_mean"])
+@pytest.mark.parametrize("mode", ["eager", "none_dims"])
+def test_keepdims_cotangent_broadcasts_only_where_needed(build, tf, name, mode):
+    """A keepdims sum/mean's cotangent is used at its reduced shape where a partial of
+    the operand's shape broadcasts it in the product (layer norm: no broadcast_to pass
+    over the whole tensor), and broadcast explicitly where nothing else gives the
+    gradient its input's shape (a constant partial, a cotangent passed straight through)."""
+    output, plain, no_broadcast = _keepdims_ops(tf)[name]
+    module = build(
+        "version: 1\nmodule: keep\ndtype: float64\nops:\n"
+        f"  - name: {name}\n    inputs: {{x: [null, 4], y: [4]}}\n"
+        f"    output: {output}\n", audit=False)
+    source = open(module.__file__).read()
+    body = source[source.index(f"def _{name}_vjp("):]
+    grad_body = body[body.index("def grad("):body.index("\n    return ")]
+    rng = np.random.default_rng(5)
+    x, y = tf.constant(rng.normal(size=(3, 4))), tf.constant(rng.normal(size=4))
+    fn = getattr(module, name)
+    if mode == "none_dims":
+        fn = tf.function(fn, input_signature=[tf.TensorSpec([None, None], tf.float64),
+                                              tf.TensorSpec([None], tf.float64)])
+    upstream = tf.constant(rng.normal(size=plain(x, y).shape))
+    results = []
+    for f in (fn, plain):
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            out = f(x, y)
+        results.append((out, tape.gradient(out, [x, y], output_gradients=upstream)))
+    (out, got), (want_out, want) = results
+    np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-13)
+    for g, w, v in zip(got, want, (x, y)):
+        assert g.shape == v.shape
+        w = np.zeros(v.shape) if w is None else w.numpy()  # (y unused: autodiff's None)
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-13)
+    if no_broadcast:
+        assert "broadcast_to" not in grad_body, grad_body
