@@ -2,7 +2,10 @@
 
 Options:
     --sizes 1e3,1e5     element counts (default 1e3,1e4,1e5,1e6,1e7)
-    --repeats N         timed calls per size and method (default 15; 5 at 1e7)
+    --repeats N         timed calls per size and method at 1e6 (default 15; three
+                        times as many up to 1e5, where a call takes about a
+                        millisecond and this machine's noise is largest; a third at
+                        1e7)
     --ops a,b           only these ops
     --no-memory         skip the peak-memory measurements
     --out DIR           where results.json, results.md and speed.png go
@@ -48,9 +51,10 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     sizes = [int(float(s)) for s in args.sizes.split(",")]
-    # the default form, and fuse: xla for the elementwise and reduction ops
-    modules = {"default": build("save"),
-               "fused": build("save", fuse="xla", unfused=frozenset(MATRIX_OPS))}
+    # the default form, and fuse: xla for the elementwise and reduction ops (each with
+    # its default memory policy: save, and recompute for fused ops)
+    modules = {"default": build(None),
+               "fused": build(None, fuse="xla", unfused=frozenset(MATRIX_OPS))}
     plain = baselines(tf)
     names = [n for n in plain if not args.ops or n in args.ops.split(",")]
     rows = []
@@ -115,7 +119,7 @@ def _measure(tf, name, form, module, plain, jit, n, repeats) -> dict:
     else:
         steps = {"generated": step_function(tf, fn, differentiable, jit),
                  "autodiff": step_function(tf, plain[name], differentiable, jit)}
-    repeats = max(5, repeats if n < 10**7 else repeats // 3)
+    repeats = max(5, repeats * 3 if n <= 10**5 else repeats if n < 10**7 else repeats // 3)
     times = time_pair(tf, steps, inputs, upstream, repeats)
     copy = copy_bandwidth(tf, n, repeats)
     moved = moved_bytes(inputs, outputs)
@@ -165,8 +169,9 @@ def markdown(rows, memory, info) -> str:
         "the backward pass after it. Baseline: TensorFlow's autodiff of its built-in op "
         "where one exists (tf.nn.gelu, tf.nn.silu, tf.nn.softplus, tf.nn.elu, "
         "tf.nn.sigmoid_cross_entropy_with_logits), else of the same forward in plain "
-        "TensorFlow. Median of repeated runs interleaved in one process; `fused` is "
-        "`fuse: xla`:",
+        "TensorFlow. Median of repeated runs interleaved in one process; `default` is "
+        "each op's default form (memory: save), `fused` is `fuse: xla` (its default "
+        "memory: recompute):",
         "",
         "| op | form | mode | " + " | ".join(log10_label(n) for n in sizes) + " | median |",
         "| --- | --- | --- | " + " | ".join("---" for _ in sizes) + " | --- |",

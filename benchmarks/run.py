@@ -37,10 +37,11 @@ SPEC = HERE / "ops.yaml"
 DEFAULT_SIZES = (10**3, 10**4, 10**5, 10**6, 10**7)
 
 
-def build(policy: str = "save", folder: Path | None = None, fuse: str = "none",
+def build(policy: str | None = "save", folder: Path | None = None, fuse: str = "none",
           unfused: frozenset = frozenset()):
-    """Generate the benchmark module (every op's memory policy set, and ``fuse`` for
-    every op not in ``unfused``) and import it."""
+    """Generate the benchmark module (every op's memory policy set, or left to its
+    default where ``policy`` is None, and ``fuse`` for every op not in ``unfused``) and
+    import it."""
     import importlib.util
 
     import yaml
@@ -50,8 +51,10 @@ def build(policy: str = "save", folder: Path | None = None, fuse: str = "none",
 
     spec = yaml.safe_load(SPEC.read_text())
     for op in spec["ops"]:
-        op["memory"] = policy
+        if policy is not None:
+            op["memory"] = policy
         op["fuse"] = "none" if op["name"] in unfused else fuse
+    policy = policy or "default"
     spec["module"] = f"bench_ops_{policy}_{fuse}"
     folder = folder or Path(tempfile.mkdtemp(prefix="gradgen-bench-"))
     path = folder / f"ops_{policy}_{fuse}.yaml"
