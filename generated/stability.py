@@ -200,13 +200,13 @@ def _log1mexp(x):
 
 def _logcosh(x):
     """log(cosh(x)) without overflow or cancellation: |x| + softplus(-2|x|) - log(2)
-    for |x| >= 1, and log1p(e**2 / (2 + 2e)) with e = expm1(|x|) below (that is
-    cosh(x) - 1, with nothing to cancel near 0)."""
+    for |x| >= 1, and -log1p(-t**2) / 2 with t = tanh(x) below (cosh(x)**2 =
+    1 / (1 - tanh(x)**2); 1 - t**2 >= 0.42 there, so nothing cancels, and a tanh
+    costs less than an expm1)."""
     a = tf.math.abs(x)
-    small = a < 1.0
-    e = tf.math.expm1(tf.where(small, a, 0.0))
+    t = tf.math.tanh(tf.where(a < 1.0, x, 0.0))
     large = a + tf.math.softplus(-2.0 * a) - 0.6931471805599453  # log(2)
-    return tf.where(small, tf.math.log1p(e * e / (2.0 + 2.0 * e)), large)
+    return tf.where(a < 1.0, -0.5 * tf.math.log1p(-t * t), large)
 
 
 def _hypot(*terms):

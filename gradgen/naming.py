@@ -44,7 +44,7 @@ MODULE_NAMES = frozenset({"tf", "math", "functools"})
 MODULE_BUILTINS = frozenset(
     """
     abs all any bool dict enumerate float getattr int isinstance len list max min range
-    reversed str sum tuple zip NotImplementedError TypeError ValueError
+    reversed str sum tuple zip ImportError NotImplementedError TypeError ValueError
     """.split()
 )
 
