@@ -568,6 +568,8 @@ class _Deriver:
             if d == 0:
                 continue
             d_code = self._finalize(d, partial=True)
+            if not self.p.is_complex:
+                d_code = _pull_sign(d_code)
             g_v = g
             if narrow is not None and not self._covers(d_code, narrow[0], shape):
                 g_v = narrow[1]()
@@ -1181,6 +1183,22 @@ def _recomputed(forward: tuple, backward: tuple) -> tuple:
         stack += [s.name for e in ir.value_exprs(defined[name].value) for s in e.free_symbols
                   if s.name in defined]
     return tuple(ir.Statement(s.target, s.value) for s in forward if s.target in needed)
+
+
+def _pull_sign(expr):
+    """``expr`` with each Piecewise whose branches are all negated written as the
+    negation of one: ``where(c, -r, -sign(r)) = -where(c, r, sign(r))``, so that CSE
+    shares the product with the upstream between the partials of ``f(a - b)`` with
+    respect to ``a`` and ``b`` (one ``where`` and one product, not two of each)."""
+    def negated(value):
+        return value.is_zero or value.could_extract_minus_sign()
+
+    def matches(e):
+        return (isinstance(e, sympy.Piecewise) and all(negated(v) for v, _ in e.args)
+                and not all(v.is_zero for v, _ in e.args))
+
+    return expr.replace(
+        matches, lambda e: -sympy.Piecewise(*[(-v, c) for v, c in e.args], evaluate=False))
 
 
 def _add(values: list) -> ir.Value:

@@ -7,6 +7,7 @@ also a golden record, tests/golden/views/readable.json):
 * no provenance comment for a partial that is a constant;
 * formulas in the spec's syntax (`where(c, a, b)`, `and`, `(sigma/r)**6`, `0.5`);
 * a matrix inverse computed in the forward is reused by the backward;
+* the partials of f(a - b) share their product with the upstream (huber: one `where`);
 * docstrings and `explain` list reductions apart from matrix operations.
 """
 
@@ -95,3 +96,12 @@ def test_explain_lists_reductions_apart(capsys):
     matrix = out[out.index("  matrix VJPs:"):out.index("  reduction VJPs:")]
     assert "VJP of quad" not in matrix
     assert "VJP of quad" in out[out.index("  reduction VJPs:"):]
+
+
+def test_partials_of_a_difference_share_one_product(source):
+    """d/d(target) of huber(pred - target) is minus d/d(pred): a where() whose branches
+    are all negated is written as the negation of one, so the gradient computes one
+    where() and one product with the upstream, and negates it for the target."""
+    grad = _function(source, "_huber_vjp").split("def grad(", 1)[1]
+    assert grad.count("tf.where(") == 1, grad
+    assert re.search(r"grad_target = _unbroadcast\(-\w+, target\)", grad), grad
