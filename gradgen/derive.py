@@ -828,7 +828,7 @@ class _Deriver:
     def _covers(self, expr, g_shape: sh.Shape, shape: sh.Shape) -> bool:
         """Whether ``g * expr`` has ``shape`` by broadcasting, for a ``g`` of ``g_shape``
         (every symbol of ``expr`` of known shape)."""
-        symbols = expr.free_symbols if isinstance(expr, sympy.Basic) else {None}
+        symbols = expr.free_symbols
         if any(s not in self.shape_of for s in symbols):
             return False
         factory = sh.DimFactory()
