@@ -949,8 +949,8 @@ def _resolve(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]]:
 def default_memory(fuse: str) -> str:
     """An op's memory policy where its spec names none: ``recompute`` for ``fuse: xla``
     (inside one compiled kernel, recomputing forward values from the inputs costs less
-    than writing them out and reading them back: 1.0 to 2.0x faster at 1e5 to 1e7
-    elements in the benchmark's ops), else ``save``."""
+    than writing them out and reading them back: equal to 2x faster at 1e5 to 1e7
+    elements on the benchmark's ops, mish at 1e5 the one exception), else ``save``."""
     return "recompute" if fuse == "xla" else "save"
 
 
