@@ -273,8 +273,23 @@ def _logabsdet(matrix):
     """
     if matrix.dtype in (tf.float32, tf.float64) and not _in_xla_context():
         return tf.linalg.slogdet(matrix)[1]
+    return _logabsdet_qr(matrix)
+
+
+@tf.custom_gradient
+def _logabsdet_qr(matrix):
+    """log|det(matrix)| as the sum of log|diag(R)| of a QR, with the VJP
+    upstream * inverse(matrix)^H (Jacobi's formula, as TensorFlow's slogdet gradient):
+    TensorFlow's QR gradient needs static shapes, which a function traced for several
+    shapes (an XLA kernel of `fuse: xla`) does not have."""
     r = tf.linalg.qr(matrix)[1]
-    return tf.reduce_sum(tf.math.log(tf.math.abs(tf.linalg.diag_part(r))), axis=-1)
+    value = tf.reduce_sum(tf.math.log(tf.math.abs(tf.linalg.diag_part(r))), axis=-1)
+
+    def grad(upstream):
+        upstream = tf.cast(upstream, matrix.dtype)[..., tf.newaxis, tf.newaxis]
+        return upstream * tf.linalg.inv(matrix, adjoint=True)
+
+    return value, grad
 
 
 def _in_xla_context():

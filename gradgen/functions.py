@@ -484,8 +484,8 @@ class Ratio(sympy.Function):
 
 class logcosh(_Unary):
     """``log(cosh(x))``, computed as ``|x| + softplus(-2|x|) - log(2)`` (no overflow of
-    cosh for |x| > 89 in float32) and as ``log1p(e**2 / (2 + 2e))``, ``e = expm1(|x|)``,
-    for |x| < 1 (``cosh(x) - 1`` without cancellation near 0); derivative ``tanh(x)``."""
+    cosh for |x| > 89 in float32) and as ``-log1p(-tanh(x)**2) / 2`` for |x| < 1
+    (``cosh(x) - 1`` without cancellation near 0); derivative ``tanh(x)``."""
 
     @classmethod
     def eval(cls, arg):

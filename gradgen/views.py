@@ -283,6 +283,14 @@ def _checks(op: ir.OpIR, dtypes: tuple | None = None) -> list[str]:
     return checks
 
 
+def _cast_to(value, dtype: str):
+    """``value`` with an integer input's cast (its only Call in a reference statement)
+    converting to ``dtype``: the reference computes in float64, not the op's dtype."""
+    if isinstance(value, ir.Call) and value.fn == "cast":
+        return ir.Call("cast", value.args, (("dtype", dtype),))
+    return value
+
+
 def op_views(op: ir.OpIR) -> OpViews:
     """Print one op for the module template and the emitted-test template.
 
@@ -328,8 +336,11 @@ def op_views(op: ir.OpIR) -> OpViews:
     # in its own dtype, with its autodiff and its central differences there, which
     # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)
     # and do not overflow where the naive form would in the op's dtype
-    test_printer = TFPrinter("complex128" if op.dtype in COMPLEX_DTYPES else "float64")
-    reference = _statements(test_printer, op.reference, op, "the reference forward", indent=4)
+    wide = "complex128" if op.dtype in COMPLEX_DTYPES else "float64"
+    test_printer = TFPrinter(wide)
+    reference = _statements(test_printer, tuple(
+        ir.Statement(s.target, _cast_to(s.value, wide), s.comments) for s in op.reference
+    ), op, "the reference forward", indent=4)
     outputs = [o.name for o in op.outputs]
     test = {
         "name": op.name,

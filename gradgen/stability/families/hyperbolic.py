@@ -38,7 +38,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "log_cosh",
         "log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2); "
-        "log1p(e**2 / (2 + 2e)), e = expm1(|u|), for |u| < 1",
+        "-log1p(-tanh(u)**2) / 2 for |u| < 1",
         "cosh(u) overflows for |u| > 89 in float32 (the result is about |u| - log(2))",
         _log_cosh,
     ),
