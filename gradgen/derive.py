@@ -729,16 +729,17 @@ class _Deriver:
                 else:
                     count = ir.Call("count", (args[0],), (("axes", axes),))
                     cotangent = ir.Call("div", (g, count))
-            value = ir.Call(
-                "unreduce", (cotangent, args[0]),
-                (("axes", axes), ("keepdims", keepdims), ("shape", self._static(shapes[0]))),
-            )
+            params = (("axes", axes), ("keepdims", keepdims),
+                      ("shape", self._static(shapes[0])))
+
+            def unreduce(cot):
+                return ir.Call("unreduce", (cot, args[0]), params)
+
+            value = unreduce(cotangent)
             what = "broadcast" if node.op == "sum" else "broadcast, divided by the count"
             rules = [(node.args[0], value, shapes[0], f"{g.name} {what} over axes {list(axes)}")]
             if keepdims:  # a compound operand's partials may broadcast it for free
-                narrow = (cotangent, node.shape, lambda ga: ir.Call(
-                    "unreduce", (ga, args[0]), (("axes", axes), ("keepdims", True),
-                                                ("shape", self._static(shapes[0])))))
+                narrow = (cotangent, node.shape, unreduce)
         elif node.op in ("max", "min"):
             axes, keepdims = node.param("axes"), node.param("keepdims")
             value = ir.Call(
