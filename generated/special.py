@@ -1182,7 +1182,7 @@ def _sinc_far_branch_vjp(x):
     x_safe_1_safe = tf.where(mask_1, x_safe_1, 0.14)
     inv_x_safe_1_safe = 1.0 / x_safe_1_safe
     t = inv_x_safe_1_safe * tf.math.sin(x_safe_1_safe)
-    x_safe = tf.where(mask, x, 6.0)
+    x_safe = tf.where(mask, x, 5.0)
     x_safe_1_sq = x_safe_1 * x_safe_1
     # sinc_far_branch.output
     out = tf.where(

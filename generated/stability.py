@@ -1350,7 +1350,7 @@ def _elu_vjp(x):
     Call `elu`, which checks the arguments first.
     """
     x_positive = x > 0.0
-    x_safe = tf.where(x <= 0.0, x, -1.0)
+    x_safe = tf.math.minimum(x, 0.0)
     # elu.output
     out = tf.where(x_positive, x, tf.math.expm1(x_safe))
 

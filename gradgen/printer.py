@@ -398,6 +398,12 @@ class TFPrinter(TensorflowPrinter):
         return text if atomic else f"({text})"
 
     def _print_Guard(self, expr):
+        from .stability.guards import clamp_of
+
+        clamp = clamp_of(expr)
+        if clamp is not None:  # where(u <= c, u, c) is minimum(u, c): one kernel
+            kind, u, c = clamp
+            return f"tf.math.{kind}({self._args([u, c])})"
         u, cond, safe = expr.args
         return f"tf.where({self._print(cond)}, {self._args([u, safe])})"
 

@@ -10,7 +10,10 @@ where no public input reaches the branch; each such test says why.
 
 from __future__ import annotations
 
+import math
+
 import mpmath
+import numpy as np
 import pytest
 import sympy
 from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
@@ -79,22 +82,23 @@ def test_zero_subgradients_norm_factor():
 # ------------------------------------------------------------ guard_branches
 
 # condition of the branch 1/x -> the safe value of x where the branch is not selected
-# (None: no single safe value is known, the branch is left as is)
+# (None: no single safe value is known, the branch is left as is); a one-sided bound
+# where 1/x is finite is the safe value itself (a clamp), else a point inside
 SAFE_VALUES = [
     (x > 0, 1),
     (x >= 0, 1),
-    (x > 2, 3),
-    (x >= 1, 2),
+    (x > 2, 2),
+    (x >= 1, 1),
     (x < 0, -1),
     (x <= 0, -1),
-    (x <= -1, -2),
-    (x < 5, 4),
+    (x <= -1, -1),
+    (x < 5, 5),
     (Ne(x, 0), 1),
     (Ne(x, 1), 2),
     (Eq(x, 2), 2),
     (Eq(x, 1), 1),
     (And(x > 0, x < 4), 2),
-    (x > y, y + 1),
+    (x > y, y),
     (And(x > 0, x > 1), None),  # two lower bounds
     (And(x < -1, x < 0), None),  # two upper bounds
     (And(Ne(x, 0), Ne(x, 1)), None),
@@ -143,10 +147,10 @@ def test_guard_branches_linear_branches_need_no_guard():
 def test_guard_branches_keeps_the_conditions_as_given():
     # an unevaluated Piecewise (as removable_singularities makes) keeps its conditions:
     # evaluating it would turn `x <= 0` (the negation of the first) into True
-    written = Piecewise((1 / x, x > 0), (1 / (x - 3), x <= 0), evaluate=False)
+    written = Piecewise((1 / x, x > 0), (1 / (x * (x - 3)), x <= 0), evaluate=False)
     out, _ = guards.guard_branches(written)
     assert [c for _, c in out.args] == [x > 0, x <= 0]
-    assert out.args[1][0] == 1 / (Guard(x, x <= 0, -1) - 3)
+    assert out.args[1][0] == 1 / (Guard(x, x <= 0, -1) * (Guard(x, x <= 0, -1) - 3))
 
 
 # ------------------------------------------------------- removable_singularities
@@ -400,10 +404,12 @@ SAFE_IN_ORDER = [
     *((And(x > 1, x < 9), 1 / sympy.Mul(*(x - c for c in _MIDDLE[:k])), {x: _MIDDLE[k]})
       for k in range(7)),
     (And(x > 1, x < 9), 1 / sympy.Mul(*(x - c for c in _MIDDLE)), {}),
-    (x > 0, 1 / ((x - 1) * (x - 2)), {x: 3}),
-    (x > 0, 1 / ((x - 1) * (x - 2) * (x - 3)), {}),
-    (x < 0, 1 / ((x + 1) * (x + 2)), {x: -3}),
-    (x < 0, 1 / ((x + 1) * (x + 2) * (x + 3)), {}),
+    # (a pole at the bound too, or the bound itself would be used: a clamp)
+    (x > 0, 1 / (x * (x - 1) * (x - 2)), {x: 3}),
+    (x > 0, 1 / (x * (x - 1) * (x - 2) * (x - 3)), {}),
+    (x < 0, 1 / (x * (x + 1) * (x + 2)), {x: -3}),
+    (x < 0, 1 / (x * (x + 1) * (x + 2) * (x + 3)), {}),
+    (x > 0, 1 / ((x - 1) * (x - 2)), {x: 0}),
     # a point: only that value
     (Eq(x, 2), 1 / (x - 2), {}),
     (And(Eq(x, 2), Eq(x, 3)), 1 / (x - 2), {}),
@@ -411,8 +417,8 @@ SAFE_IN_ORDER = [
     # are still given theirs
     (And(x > 0, x > 1, x < 4), S.One, {}),
     (And(x > 0, x < 4, x < 3), S.One, {}),
-    (And(x > 0, x > 1, x < 4, r > 0), S.One, {r: 1}),
-    (And(r > 0, r > 1, r < 4, x > 0), S.One, {x: 1}),
+    (And(x > 0, x > 1, x < 4, r > 0), S.One, {r: 0}),
+    (And(r > 0, r > 1, r < 4, x > 0), S.One, {x: 0}),
     # only != bounds: one is avoided, two are not tried
     (Ne(x, 0), S.One, {x: 1}),
     (And(Ne(x, 0), Ne(x, 5)), S.One, {}),
@@ -567,8 +573,8 @@ def test_stabilize_reductions_program_is_consistent(written, nodes, rules):
     [
         # the first candidate is where the branch is 0/0 or a pole: the next one is used
         (sympy.log(x) / (x - 1), x > 0, 2),
-        (sympy.log(x + 3) / (x + 1), x < 0, -2),
-        (1 / (x - 2) / (x - 3) + sympy.log(x), x > 1, 4),
+        (sympy.log(x + 3) / (x * (x + 1)), x < 0, -2),
+        (1 / (x - 2) / (x - 3) + 1 / (x - 1), x > 1, 4),
         # finiteness unknown (another symbol): the first candidate stands
         (y / x**2, x > 0, 1),
     ],
@@ -578,3 +584,68 @@ def test_guard_branches_safe_value_keeps_the_branch_finite(branch, cond, safe):
     assert used == ("double_where",)
     guard = Guard(x, cond, safe)
     assert out == Piecewise((branch.xreplace({x: guard}), cond), (0, True), evaluate=False)
+
+
+# ------------------------------------------------------------------ clamps
+
+
+@pytest.mark.parametrize("written, cond, safe, clamp", [
+    # finite at the bound, with its derivative: the bound itself (a clamp)
+    (Piecewise((x, x > 0), (sympy.exp(x), True)), x <= 0, 0, "minimum"),
+    (Piecewise((sympy.exp(-x), x > 2), (0, True)), x > 2, 2, "maximum"),
+    # infinite at the bound (1/x at 0), or its derivative is (sqrt(x) at 0): inside
+    (Piecewise((1 / (x - 1), x > 1), (0, True)), x > 1, 2, None),
+    (Piecewise((sympy.sqrt(x) * sympy.exp(x), x > 0), (0, True)), x > 0, 1, None),
+])
+def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
+    written, cond, safe, clamp
+):
+    out, used = guards.guard_branches(written)
+    assert used == ("double_where",)
+    (guard,) = out.atoms(Guard)
+    assert guard == Guard(x, cond, safe)
+    assert (guards.clamp_of(guard) or [None])[0] == clamp
+
+
+def test_clamp_guards_print_as_minimum_and_maximum():
+    from gradgen.printer import TFPrinter
+
+    printer = TFPrinter(dtype="float32")
+    assert printer.doprint(Guard(x, x <= 0, 0)) == "tf.math.minimum(x, 0.0)"
+    assert printer.doprint(Guard(x, x > 2, 2)) == "tf.math.maximum(x, 2.0)"
+    assert printer.doprint(Guard(x, x <= 0, -1)).startswith("tf.where(")
+
+
+ELU_SPEC = """
+version: 1
+module: clamped
+dtype: {dtype}
+ops:
+  - name: elu
+    inputs: {{x: [null]}}
+    output: where(x > 0, x, exp(x) - 1)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_clamped_guard_keeps_nan_and_finite_first_and_second_order(tf, build, dtype):
+    """where(x <= 0, x, -1) turned a NaN input into -1 (elu(NaN) was expm1(-1));
+    minimum(x, 0) keeps it NaN, and both orders stay finite on either side of the clamp."""
+    module = build(ELU_SPEC.format(dtype=dtype), audit=False)
+    src = open(module.__file__).read()
+    assert "tf.math.minimum(x, 0.0)" in src and "tf.where(x <= 0.0" not in src
+    big = 1e30 if dtype == "float32" else 1e300
+    x = tf.constant([float("nan"), -big, -30.0, -1e-8, 0.0, 1e-8, 30.0, big], dtype)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = module.elu(x)
+        g = inner.gradient(y, x)
+    h = outer.gradient(g, x)
+    assert math.isnan(y.numpy()[0])
+    assert all(map(math.isfinite, y.numpy()[1:-1])) and y.numpy()[-1] == big
+    exact = [math.exp(min(v, 0.0)) for v in x.numpy()[1:]]
+    np.testing.assert_allclose(g.numpy()[1:], exact, rtol=1e-6)
+    second = [math.exp(v) if v <= 0 else 0.0 for v in x.numpy()[1:]]
+    np.testing.assert_allclose(h.numpy()[1:], second, rtol=1e-6, atol=0)

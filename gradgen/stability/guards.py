@@ -406,8 +406,10 @@ def _safe_values(cond, branch=sympy.S.Zero) -> dict:
             candidates = [lo + (hi - lo) * k / 8 for k in (4, 3, 5, 2, 6, 1, 7)]
         elif lows:
             candidates = [lows[0] + k for k in (1, 2, 3)] if len(lows) == 1 else []
+            candidates[:0] = _clamp_at(branch, u, lows, nots)
         elif highs:
             candidates = [highs[0] - k for k in (1, 2, 3)] if len(highs) == 1 else []
+            candidates[:0] = _clamp_at(branch, u, highs, nots)
         else:  # only != bounds
             candidates = [nots[0] + 1] if len(nots) == 1 else []
         safe = next((c for c in candidates if c not in nots and _finite_at(branch, u, c)),
@@ -415,6 +417,40 @@ def _safe_values(cond, branch=sympy.S.Zero) -> dict:
         if safe is not None:
             out[u] = safe
     return out
+
+
+def _clamp_at(branch, u, bounds, nots) -> list:
+    """[the bound] when a one-sided bound's branch is finite at the bound itself, with
+    its derivative in ``u`` (the guarded partial's own derivative, for second order):
+    the guard is then a clamp, ``minimum(u, c)`` for ``u <= c`` (one kernel, not a
+    comparison and a select; NaN stays NaN), equal to ``where(u <= c, u, c)``. Else []."""
+    if len(bounds) != 1 or bounds[0] in nots or not bounds[0].is_real:
+        return []
+    c, v = bounds[0], sympy.Dummy("v", real=True)  # u may be compound (|r| <= 1)
+    at = branch.xreplace({u: v})
+    if not _finite_at(at, v, c):
+        return []
+    try:
+        slope = sympy.diff(at, v)
+    except (AttributeError, TypeError, ValueError):  # SymPy cannot differentiate
+        return []  # a relation or an opaque function in it: keep the where
+    return [c] if _finite_at(slope, v, c) else []
+
+
+def clamp_of(guard) -> tuple[str, sympy.Basic, sympy.Basic] | None:
+    """("minimum" | "maximum", u, c) when ``guard`` (a :class:`Guard`) is a clamp: its
+    condition is one bound ``u <= c``, ``u < c`` (minimum) or ``u >= c``, ``u > c``
+    (maximum) and its safe value is ``c``, so ``where(cond, u, c)`` equals the clamp
+    wherever ``u`` is not NaN. Else None."""
+    u, cond, safe = guard.args
+    relations = _relations(cond)
+    if not relations or len(relations) != 1:
+        return None
+    bound = _bound(relations[0])
+    if bound is None or bound[0] != u or bound[2] != safe:
+        return None
+    kind = {"upper": "minimum", "lower": "maximum"}.get(bound[1])
+    return None if kind is None else (kind, u, safe)
 
 
 def _finite_at(expr, u, c) -> bool:
