@@ -17,7 +17,9 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   cotangent is 0, and 0 * inf = NaN). Each Piecewise branch is evaluated at inputs
   replaced, where the branch is not selected, by a safe value inside its condition
   (``x > 0`` -> ``where(x > 0, x, 1)``), so both branches, and their derivatives, are
-  finite wherever the selected one is. This is applied to forward and backward
+  finite wherever the selected one is. Where a one-sided bound's branch and its
+  derivative are finite at the bound, the bound is the safe value, a clamp
+  (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward and backward
   expressions, so first- and second-order gradients stay finite.
 
 Every transformation returns an expression equal to its input wherever the input is
