@@ -30,6 +30,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from . import functions as fn
 from . import ir
 from .spec import HALF_DTYPES
+from .stability.guards import clamp_of
 
 
 @contextlib.contextmanager
@@ -398,8 +399,6 @@ class TFPrinter(TensorflowPrinter):
         return text if atomic else f"({text})"
 
     def _print_Guard(self, expr):
-        from .stability.guards import clamp_of
-
         clamp = clamp_of(expr)
         if clamp is not None:  # where(u <= c, u, c) is minimum(u, c): one kernel
             kind, u, c = clamp

@@ -19,8 +19,8 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   (``x > 0`` -> ``where(x > 0, x, 1)``), so both branches, and their derivatives, are
   finite wherever the selected one is. Where a one-sided bound's branch and its
   derivative are finite at the bound, the bound is the safe value, a clamp
-  (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward and backward
-  expressions, so first- and second-order gradients stay finite.
+  (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
+  and backward expressions, so first- and second-order gradients stay finite.
 
 Every transformation returns an expression equal to its input wherever the input is
 finite, plus the names of what it did (for the op's docstring).
