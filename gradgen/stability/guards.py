@@ -407,11 +407,9 @@ def _safe_values(cond, branch=sympy.S.Zero) -> dict:
             lo, hi = lows[0], highs[0]
             candidates = [lo + (hi - lo) * k / 8 for k in (4, 3, 5, 2, 6, 1, 7)]
         elif lows:
-            candidates = [lows[0] + k for k in (1, 2, 3)] if len(lows) == 1 else []
-            candidates[:0] = _clamp_at(branch, u, lows, nots)
+            candidates = _one_sided(branch, u, lows, 1)
         elif highs:
-            candidates = [highs[0] - k for k in (1, 2, 3)] if len(highs) == 1 else []
-            candidates[:0] = _clamp_at(branch, u, highs, nots)
+            candidates = _one_sided(branch, u, highs, -1)
         else:  # only != bounds
             candidates = [nots[0] + 1] if len(nots) == 1 else []
         safe = next((c for c in candidates if c not in nots and _finite_at(branch, u, c)),
@@ -421,22 +419,25 @@ def _safe_values(cond, branch=sympy.S.Zero) -> dict:
     return out
 
 
-def _clamp_at(branch, u, bounds, nots) -> list:
-    """[the bound] when a one-sided bound's branch is finite at the bound itself, with
-    its derivative in ``u`` (the guarded partial's own derivative, for second order):
-    the guard is then a clamp, ``minimum(u, c)`` for ``u <= c`` (one kernel, not a
-    comparison and a select; NaN stays NaN), equal to ``where(u <= c, u, c)``. Else []."""
-    if len(bounds) != 1 or bounds[0] in nots or not bounds[0].is_real:
+def _one_sided(branch, u, bounds, inward) -> list:
+    """Candidates for one bound ``c`` (``inward``: +1 for a lower bound, -1 for an
+    upper): ``c`` itself when the branch's derivative in ``u`` is finite there (the
+    guarded partial's own derivative, for second order; the caller checks the value),
+    so the guard is a clamp, ``minimum(u, c)`` for ``u <= c`` (one kernel, not a
+    comparison and a select; NaN stays NaN), equal to ``where(u <= c, u, c)``; then
+    ``c + 1, c + 2, c + 3`` inward. [] for two or more bounds of one kind."""
+    if len(bounds) != 1:
         return []
-    c, v = bounds[0], sympy.Dummy("v", real=True)  # u may be compound (|r| <= 1)
-    at = branch.xreplace({u: v})
-    if not _finite_at(at, v, c):
-        return []
+    c = bounds[0]
+    inside = [c + inward * k for k in (1, 2, 3)]
+    if not c.is_real:
+        return inside
+    v = sympy.Dummy("v", real=True)  # u may be compound (|r| <= 1)
     try:
-        slope = sympy.diff(at, v)
+        slope = sympy.diff(branch.xreplace({u: v}), v)
     except (AttributeError, TypeError, ValueError):  # SymPy cannot differentiate
-        return []  # a relation or an opaque function in it: keep the where
-    return [c] if _finite_at(slope, v, c) else []
+        return inside  # a relation or an opaque function in it: keep the where
+    return ([c] if _finite_at(slope, v, c) else []) + inside
 
 
 def clamp_of(guard) -> tuple[str, sympy.Basic, sympy.Basic] | None:
