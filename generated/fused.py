@@ -240,9 +240,11 @@ def gelu_tanh(x):
     Stable forms and guards used:
         difference_of_squares: c + k*u**2 = k*(u - s)*(u + s), s = sqrt(-c/k) rational
             (1 - x**2 = (1 - x)*(1 + x))
+        vanishing_product: mul_no_nan(R, D): 0 where a decaying factor D underflows to 0
+            and the polynomial R overflows (0 * inf, exactly 0)
 
-    Accuracy audit (float32, 139 points): the gradient is NaN or inf where the exact one
-        is finite (of x at 31 points); worst error all 24 significant bits lost.
+    Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
+        is; worst error all 24 significant bits lost.
 
     Args:
         x: float32 tensor of shape [...].
@@ -266,9 +268,9 @@ def _gelu_tanh_forward(x):
     """`gelu_tanh`'s forward: one XLA kernel (fuse: xla)."""
     x_sq = x * x
     t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
-    t_1 = x * (t + 1.0)
+    t_1 = t + 1.0
     # gelu_tanh.output
-    out = 0.5 * t_1
+    out = 0.5 * t_1 * x
     return out
 
 
@@ -277,17 +279,17 @@ def _gelu_tanh_backward(x, upstream):
     """`gelu_tanh`'s VJP: one XLA kernel (fuse: xla)."""
     x_sq = x * x
     t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
-    t_1 = x * (t + 1.0)
+    t_1 = t + 1.0
     # d(out)/d(x) = 0.5*sqrt(2)*x*(1 - tanh(sqrt(2)*(0.044715*x**3 +
     #     x)/sqrt(pi)))*(0.134145*x**2 + 1)*(tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi))
     #     + 1)/sqrt(pi) + 0.5*tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi)) + 0.5
     #     (gelu_tanh.output)
     grad_x = upstream * (
-        (0.5 * math.sqrt(2) / math.sqrt(math.pi))
-        * t_1
-        * (1.0 - t)
-        * (0.134145 * x_sq + 1.0)
-        + 0.5 * t
+        0.5 * t
+        + tf.math.multiply_no_nan(
+            (0.5 * math.sqrt(2) / math.sqrt(math.pi)) * x * (0.134145 * x_sq + 1.0),
+            t_1 * (1.0 - t),
+        )
         + 0.5
     )
     return grad_x

@@ -524,6 +524,8 @@ class _Deriver:
         self.rules_used.update(used)
         expr, used = guards.guard_branches(guards.kinks_to_piecewise(expr))
         self.rules_used.update(used)
+        expr, used = guards.vanishing_products(expr)
+        self.rules_used.update(used)
         return expr
 
     def _check_holomorphic(self, expr, key) -> None:

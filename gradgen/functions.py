@@ -13,6 +13,7 @@ Definitions (as TensorFlow's ``tf.math`` functions of the same names):
     xlogy(x, y) = x * log(y), and 0 where x = 0 (also when y = 0)
     xdivy(x, y) = x / y, and 0 where x = 0 (also when y = 0)
     xlog1py(x, y) = x * log1p(y), and 0 where x = 0 (also when y = -1)
+    mul_no_nan(x, y) = x * y, and 0 where y = 0 (also when x is inf or NaN)
     logsumexp(u1, ..., un) = log(exp(u1) + ... + exp(un))
     log1mexp(x) = log(1 - exp(x)), x <= 0 (no TensorFlow kernel: a module helper)
     nan_outside(v, cond) = v where cond holds, else NaN (keeps a written form's domain)
@@ -41,6 +42,7 @@ __all__ = [
     "xlogy",
     "xdivy",
     "xlog1py",
+    "mul_no_nan",
     "logsumexp",
     "sign",
     "floor",
@@ -218,6 +220,34 @@ class xdivy(sympy.Function):
         if x.is_zero:
             return S.Zero
         return (x / y)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        x, y = self.args
+        return (x.is_real and y.is_real) or None
+
+
+class mul_no_nan(sympy.Function):
+    """``x * y``, defined as 0 where ``y = 0``, even where ``x`` is inf or NaN
+    (``tf.math.multiply_no_nan``).
+
+    Partials: d/dx = y; d/dy = x (TensorFlow's ``MulNoNan`` gradient takes
+    ``mul_no_nan(upstream, y)`` for x, so x's cotangent is 0 where y is).
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if y.is_zero:
+            return S.Zero
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        return y if argindex == 1 else x
+
+    def _eval_evalf(self, prec):
+        x, y = self.args
+        return (x * y)._eval_evalf(prec)
 
     def _eval_is_real(self):
         x, y = self.args

@@ -104,6 +104,7 @@ _BINARY = {
     fn.xlogy: "tf.math.xlogy",
     fn.xdivy: "tf.math.xdivy",
     fn.xlog1py: "tf.math.xlog1py",
+    fn.mul_no_nan: "tf.math.multiply_no_nan",
     fn.Max: "tf.math.maximum",
     fn.Min: "tf.math.minimum",
     sympy.Max: "tf.math.maximum",

@@ -105,6 +105,11 @@ def _xdivy(x, y):
         return np.where(x == 0, 0.0 * x, x / np.where(x == 0, 1.0, y))
 
 
+def _mul_no_nan(x, y):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(y == 0, 0.0, x * y)
+
+
 def _erfcx_scalar(x):
     # exp(x**2) * erfc(x); the asymptotic series (DLMF 7.12.1) from x = 10, as the
     # generated helper does in float64
@@ -145,6 +150,7 @@ _NUMPY = {
     "_softplus": lambda x: np.logaddexp(0.0, x),
     "_xlogy": _xlogy,
     "_xdivy": _xdivy,
+    "_mul_no_nan": _mul_no_nan,
     "_xlog1py": _xlog1py,
     "_logsumexp": lambda *a: reduce(np.logaddexp, a),
     "_guard": _guard,
@@ -169,6 +175,7 @@ _REPLACE = {
     fn.softplus: "_softplus",
     fn.xlogy: "_xlogy",
     fn.xdivy: "_xdivy",
+    fn.mul_no_nan: "_mul_no_nan",
     fn.xlog1py: "_xlog1py",
     fn.logsumexp: "_logsumexp",
     fn.Guard: "_guard",

@@ -346,9 +346,6 @@ KNOWN = {
     "(exp(x) - 1)/x stays finite up to x = 93: inf, and inf - inf = NaN in the gradient",
     ("seeds", "scaled_sum"): "2.0 * scale overflows for scale > 1.7e38 before it meets "
     "a + b = 0: inf * 0 = NaN where the gradient is 0",
-    ("fused", "gelu_tanh"): "x**3 overflows for |x| > 7e12 in float32 where 1 - tanh(u)**2 "
-    "is already 0: inf * 0 = NaN in the gradient, whose exact value there is 1 (0 or 1 "
-    "for the unfused op too: not the fusing)",
     ("potentials", "lennard_jones"): "6/r overflows for r < 1.8e-38 before it meets "
     "eps (the gradient -24 eps/r is -24 at r = sigma = eps = 1.2e-38): inf * 0 = NaN",
     ("potentials", "morse"): "2.0 * depth overflows for depth > 1.7e38 before it meets "

@@ -20,7 +20,8 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, expm1, log1p, logsumexp, sigmoid, softplus, xdivy, xlog1py, xlogy,
+    Guard, expm1, log1p, logsumexp, mul_no_nan, sigmoid, softplus, xdivy, xlog1py,
+    xlogy,
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
@@ -649,3 +650,123 @@ def test_clamped_guard_keeps_nan_and_finite_first_and_second_order(tf, build, dt
     np.testing.assert_allclose(g.numpy()[1:], exact, rtol=1e-6)
     second = [math.exp(v) if v <= 0 else 0.0 for v in x.numpy()[1:]]
     np.testing.assert_allclose(h.numpy()[1:], second, rtol=1e-6, atol=0)
+
+
+# ------------------------------------------------------------ vanishing_products
+
+tanh = sympy.tanh
+VANISHING = [
+    # a decaying factor times a polynomial that can overflow: mul_no_nan(R, D)
+    (x**3 * exp(-x**2), mul_no_nan(x**3, exp(-x**2))),
+    (-2 * x * exp(-x**2), mul_no_nan(-2 * x, exp(-x**2))),
+    (x**2 * sigmoid(x), mul_no_nan(x**2, sigmoid(x))),
+    (x * y * exp(x + y), mul_no_nan(x * y, exp(x + y))),
+    (x**2 * (1 - tanh(x)) * (1 + tanh(x)), mul_no_nan(x**2, (1 - tanh(x)) * (1 + tanh(x)))),
+    (x**2 * (1 - tanh(x) ** 2), mul_no_nan(x**2, 1 - tanh(x) ** 2)),
+    (x**2 / sympy.cosh(x) ** 2, mul_no_nan(x**2, sympy.cosh(x) ** -2)),
+    (sin(x) + 3 * x**2 * exp(-x), sin(x) + mul_no_nan(3 * x**2, exp(-x))),
+    # left alone: R cannot overflow where its inputs are finite (x, -x/2), R is not a
+    # polynomial, R reads an input D does not (a NaN y would be hidden), no decay
+    (x * exp(-x), x * exp(-x)),
+    (-x / 2 * sigmoid(x), -x / 2 * sigmoid(x)),
+    (sin(x) * x**2 * exp(-x), sin(x) * x**2 * exp(-x)),
+    (exp(x) * exp(x), exp(2 * x)),
+    (y**2 * exp(-x), y**2 * exp(-x)),
+    (x**2 * tanh(x), x**2 * tanh(x)),
+    (x**2 * (2 - tanh(x)), x**2 * (2 - tanh(x))),
+    (x**2 * sympy.cosh(x), x**2 * sympy.cosh(x)),
+    (3 * exp(-x), 3 * exp(-x)),
+]
+
+
+@pytest.mark.parametrize("written, expected", VANISHING, ids=str)
+def test_vanishing_products(written, expected):
+    out, used = guards.vanishing_products(written)
+    assert out == expected
+    assert used == (("vanishing_product",) if out != written else ())
+
+
+def test_mul_no_nan_is_the_product_with_zero_where_its_second_argument_is():
+    assert mul_no_nan(x, 0) == 0
+    assert sympy.diff(mul_no_nan(x**2, exp(x)), x) == 2 * x * exp(x) + x**2 * exp(x)
+    assert float(mul_no_nan(sympy.Float(3), sympy.Float(2)).evalf()) == 6.0
+    from gradgen.printer import TFPrinter
+
+    printed = TFPrinter(dtype="float32").doprint(mul_no_nan(x**2, exp(-x)))
+    assert printed == "tf.math.multiply_no_nan(x * x, tf.math.exp(-x))"
+
+
+VANISHING_SPEC = """
+version: 1
+module: vanishing
+dtype: {dtype}
+ops:
+  - name: gelu_tanh
+    inputs: {{x: [null]}}
+    output: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))
+  - name: bump
+    inputs: {{x: [null]}}
+    output: x**3 * exp(-x**2)
+"""
+
+
+def _exact_gradients(name, points):
+    """The derivatives, written out, at 50 digits (mpmath has no overflow)."""
+    mpmath.mp.dps = DIGITS
+    c, k = mpmath.sqrt(2 / mpmath.pi), mpmath.mpf("0.044715")
+
+    def gelu(v):
+        t = mpmath.tanh(c * (v + k * v**3))
+        return (1 + t) / 2 + v * (1 - t**2) * c * (1 + 3 * k * v**2) / 2
+
+    forms = {"gelu_tanh": gelu, "bump": lambda v: (3 * v**2 - 2 * v**4) * mpmath.exp(-v**2)}
+    return [float(forms[name](mpmath.mpf(float(v)))) for v in points]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "xla"])
+def test_vanishing_products_keep_gradients_finite_at_large_inputs(tf, build, dtype, jit):
+    """tanh-GELU's derivative is 0.5 (1 + t) + x (1 - t)(1 + t) (c + 3 c k x**2) / 2:
+    for |x| > 1.8e19 in float32, x**2 is inf while (1 - t)(1 + t) is 0, and the product
+    was NaN where the exact derivative is 1 (x > 0) or 0 (x < 0). Same for the bump
+    x**3 exp(-x**2) once x**3 overflows. Checked against a 50-digit reference."""
+    module = build(VANISHING_SPEC.format(dtype=dtype), audit=False)
+    src = open(module.__file__).read()
+    assert src.count("tf.math.multiply_no_nan(") >= 2
+    top = float(np.finfo(dtype).max)
+    points = [-top, -1e30, -1e19, -7e12, -20.0, -3.0, -0.5, 0.0, 0.5, 3.0, 20.0,
+              7e12, 1e19, 1e30, top]
+    points = [v for v in points if abs(v) <= top]
+    for name in ("gelu_tanh", "bump"):
+        op = getattr(module, name)
+        x = tf.constant(points, dtype)
+
+        def gradient(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = op(x)
+            return tape.gradient(y, x)
+
+        g = (tf.function(gradient, jit_compile=True) if jit else gradient)(x).numpy()
+        assert np.isfinite(g).all(), (name, dict(zip(points, g)))
+        exact = _exact_gradients(name, points)
+        np.testing.assert_allclose(g, exact, rtol=1e-5 if dtype == "float32" else 1e-12,
+                                   atol=1e-6 if dtype == "float32" else 1e-14,
+                                   err_msg=name)
+
+
+def test_vanishing_product_second_order_stays_finite_at_moderate_inputs(tf, build):
+    """TensorFlow's MulNoNan gradient keeps the gradient function differentiable."""
+    module = build(VANISHING_SPEC.format(dtype="float64"), audit=False)
+    x = tf.constant([-20.0, -3.0, -0.5, 0.0, 0.5, 3.0, 20.0], tf.float64)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = module.bump(x)
+        g = inner.gradient(y, x)
+    h = outer.gradient(g, x).numpy()
+    mpmath.mp.dps = DIGITS
+    exact = [float((6 * v - 14 * v**3 + 4 * v**5) * mpmath.exp(-v**2))
+             for v in map(mpmath.mpf, x.numpy())]
+    np.testing.assert_allclose(h, exact, rtol=1e-12, atol=1e-14)

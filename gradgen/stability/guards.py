@@ -21,6 +21,13 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   derivative are finite at the bound, the bound is the safe value, a clamp
   (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
   and backward expressions, so first- and second-order gradients stay finite.
+* :func:`vanishing_products`: a product of a factor that decays exponentially and
+  underflows to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 - tanh(u)``, ``cosh(u)**-n``)
+  and a polynomial that overflows for large inputs (the derivative of tanh-GELU,
+  ``x * (1 - tanh(u)) * (1 + tanh(u)) * (1 + 3 c x**2)``; ``x**3 * exp(-x**2)``) is
+  ``mul_no_nan(polynomial, decaying)``: 0 where the decaying factor is 0, where the
+  product as written is 0 * inf = NaN and its exact value is 0 (or below the dtype's
+  smallest number).
 
 Every transformation returns an expression equal to its input wherever the input is
 finite, plus the names of what it did (for the op's docstring).
@@ -37,6 +44,7 @@ from ..functions import (
     expm1,
     log1p,
     logsumexp,
+    mul_no_nan,
     sigmoid,
     softplus,
     xdivy,
@@ -335,6 +343,81 @@ def kinks_to_piecewise(expr):
     return expr.xreplace({h: h.as_piecewise() for h in expr.atoms(Heaviside)})
 
 
+# ------------------------------------------------------------- vanishing products
+
+
+def _decays(f) -> bool:
+    """Whether ``f`` tends to 0 exponentially fast in its argument and so underflows to
+    exactly 0 in floating point: ``exp(u)`` and ``sigmoid(u)`` as ``u -> -inf``,
+    ``1 - tanh(u)``, ``1 + tanh(u)`` and ``1 - tanh(u)**2`` as ``|u| -> inf``,
+    ``cosh(u)**-n``, and positive integer powers of these (``u`` not a constant)."""
+    if f.is_number:
+        return False
+    if isinstance(f, sympy.Pow) and f.exp.is_Integer:
+        if f.exp > 0:
+            return _decays(f.base)
+        return isinstance(f.base, sympy.cosh)
+    if isinstance(f, (sympy.exp, sigmoid)):
+        return True
+    if isinstance(f, sympy.Add) and len(f.args) == 2 and S.One in f.args:
+        rest = f - 1
+        return isinstance(rest, sympy.tanh) or isinstance(-rest, sympy.tanh) or (
+            isinstance(-rest, sympy.Pow)
+            and isinstance((-rest).base, sympy.tanh)
+            and (-rest).exp == 2
+        )
+    return False
+
+
+def _overflows(r, symbols) -> bool:
+    """Whether ``r`` is a polynomial in ``symbols`` that can overflow where its inputs
+    are finite: of total degree 2 or more, or with a coefficient larger than 1 in
+    magnitude (``x**3``, ``2*x``, ``x*y``; not ``x`` or ``-x/2``)."""
+    try:
+        poly = sympy.Poly(r, *symbols)
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
+        return False
+    if not poly.free_symbols <= set(symbols) or poly.is_ground:
+        return False
+    return poly.total_degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
+
+
+def vanishing_products(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``D * R`` -> ``mul_no_nan(R, D)`` where ``D`` (the factors that :func:`_decays`)
+    underflows to 0 and ``R`` (the others) is a polynomial that can overflow.
+
+    The value is unchanged wherever ``D != 0``. Where ``D`` is 0, the product as
+    written is 0 where ``R`` is finite and NaN where it overflowed; its exact value
+    there is ``R`` (polynomial in the inputs) times a factor below the dtype's smallest
+    number (``exp(u)`` for ``u < -104`` in float32; ``1 - tanh(u)`` once ``tanh``
+    rounds to 1, where ``u`` grows with the inputs as ``R`` does), so 0. ``R`` must
+    depend only on inputs ``D`` depends on: a NaN input makes ``D`` NaN, so NaN still
+    propagates (``mul_no_nan(NaN, 0)`` would hide a NaN in an input ``D`` does not
+    read). Source: TensorFlow's ``tf.math.multiply_no_nan`` (``MulNoNan``), made for
+    such 0 * inf products in gradients.
+    """
+    used = set()
+
+    def fix(e):
+        if not isinstance(e, sympy.Mul):
+            return None
+        decaying = [f for f in e.args if _decays(f)]
+        rest = [f for f in e.args if not _decays(f)]
+        if not decaying or not rest:
+            return None
+        d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
+        symbols = sorted(r.free_symbols, key=str)
+        if not symbols or not r.free_symbols <= d.free_symbols:
+            return None
+        if not _overflows(r, symbols):
+            return None
+        used.add("vanishing_product")
+        return mul_no_nan(r, d)
+
+    out = _bottom_up(expr, fix)
+    return out, tuple(sorted(used))
+
+
 # ------------------------------------------------------------------ double where
 
 
@@ -518,4 +601,6 @@ GUARDS = {
     "removable_singularity": "a Taylor polynomial near v = 0 where a formula has a "
     "removable 0/0 there",
     "double_where": "where() branches evaluated at safe inputs where not selected",
+    "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
+    "0 and the polynomial R overflows (0 * inf, exactly 0)",
 }

@@ -141,6 +141,7 @@ class _TF:
             "atan2": k(np.arctan2, mpmath.atan2),
             "pow": k(np.power, mpmath.power),
             "xlogy": self._xlogy, "xdivy": self._xdivy, "xlog1py": self._xlog1py,
+            "multiply_no_nan": self._multiply_no_nan,
             "maximum": lambda a, b: np.maximum(self._t(a), self._t(b)),
             "minimum": lambda a, b: np.minimum(self._t(a), self._t(b)),
             "equal": lambda a, b: np.equal(self._t(a), self._t(b)).view(np.ndarray),
@@ -198,6 +199,10 @@ class _TF:
     def _xdivy(self, x, y):
         x, y = self._t(x), self._t(y)
         return self.where(np.equal(x, 0).view(np.ndarray), 0.0 * x, x / y)
+
+    def _multiply_no_nan(self, x, y):
+        x, y = self._t(x), self._t(y)
+        return self.where(np.equal(y, 0).view(np.ndarray), 0.0, x * y)
 
     # tf.*
 
