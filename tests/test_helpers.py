@@ -931,11 +931,17 @@ LOGCOSH_X = np.array(
         1e-15,  # x**2 / 2: cosh(x) - 1 is lost in 1 + ...
         1e-3,
         0.5,
-        0.999999,  # either side of the switch at |x| = 1
+        0.999999,
         1.0,
         1.000001,
         2.0,
+        9.999,  # either side of the switch to |x| - log(2) at 10 (float64: 20)
+        10.0,
+        10.001,
+        11.5,  # expm1(x) overflows float16 from 11.1 (the small branch is clamped)
+        19.99,
         20.0,
+        20.01,
         50.0,
         400.0,  # cosh overflows float32
         1e3,  # cosh overflows float64
@@ -966,10 +972,21 @@ def test_logcosh_values(H, dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_logcosh_gradient_is_tanh(H, dtype):
     x = rounded(
-        [0.0, 1e-15, 1e-3, 0.5, 0.999999, 1.0, 1.000001, 3.0, -3.0, 50.0, -1e3], dtype
+        [0.0, 1e-15, 1e-3, 0.5, 1.0, 3.0, -3.0, 9.999, 10.001, 19.99, 20.01, 50.0, -1e3],
+        dtype,
     )
     g = tape_vjp(H._logcosh, tf.constant(x, dtype), None)
     assert_close(g, rounded(elementwise(mp.tanh, x), dtype), RTOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_logcosh_half_precision_is_finite_past_expm1_overflow(H, dtype):
+    """expm1(|x|) overflows float16 from 11.1: the small branch is clamped at 10."""
+    x = [0.0, 0.25, -3.0, 9.99, 10.0, 11.5, 100.0, -60000.0]
+    out = H._logcosh(tf.constant(x, dtype)).numpy().astype(np.float64)
+    want = [float(mp.log(mp.cosh(mp.mpf(float(tf.cast(tf.constant(v, dtype), tf.float64)
+                                               .numpy()))))) for v in x]
+    np.testing.assert_allclose(out, want, rtol=1.6e-2 if dtype == "bfloat16" else 4e-3)
 
 
 # --------------------------------------------------------------- _erfcx and _log_erfc

@@ -37,8 +37,8 @@ def _tanh_ratio(expr):
 RULES: tuple[Rule, ...] = (
     Rule(
         "log_cosh",
-        "log(cosh(u)) = logcosh(u) = |u| + softplus(-2|u|) - log(2); "
-        "-log1p(-tanh(u)**2) / 2 for |u| < 1",
+        "log(cosh(u)) = logcosh(u) = log1p(e**2 / (2 + 2*e)), e = expm1(|u|); "
+        "|u| - log(2) from |u| = 10 (float64: 20)",
         "cosh(u) overflows for |u| > 89 in float32 (the result is about |u| - log(2))",
         _log_cosh,
     ),
