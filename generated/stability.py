@@ -1356,16 +1356,13 @@ def _elu_vjp(x):
 
     Call `elu`, which checks the arguments first.
     """
-    x_positive = x > 0.0
     x_safe = tf.math.minimum(x, 0.0)
     # elu.output
-    out = tf.where(x_positive, x, tf.math.expm1(x_safe))
+    out = tf.where(x > 0.0, x, tf.math.expm1(x_safe))
 
     def grad(upstream):
         # d(out)/d(x) = where(x > 0, 1, exp(x))  (elu.output)
-        grad_x = upstream * tf.where(
-            x_positive, tf.constant(1.0, dtype=tf.float32), tf.math.exp(x_safe)
-        )
+        grad_x = upstream * tf.math.exp(x_safe)
         return grad_x
 
     return out, grad

@@ -608,6 +608,23 @@ def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
     assert (guards.clamp_of(guard) or [None])[0] == clamp
 
 
+@pytest.mark.parametrize("written, expected", [
+    # the constant branch is the clamped branch's value at the bound: the clamp alone
+    (Piecewise((1, x > 0), (exp(x), True)), exp(Guard(x, x <= 0, 0))),
+    (Piecewise((exp(x), x <= 0), (1, True)), exp(Guard(x, x <= 0, 0))),
+    (Piecewise((0, x > 0), (expm1(x), True)), expm1(Guard(x, x <= 0, 0))),
+    # kept: another constant, a branch that is not constant, a guard that is no clamp
+    (Piecewise((2, x > 0), (exp(x), True)),
+     Piecewise((2, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
+    (Piecewise((x, x > 0), (exp(x), True)),
+     Piecewise((x, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
+], ids=str)
+def test_guard_branches_drop_the_where_the_clamp_makes_redundant(written, expected):
+    out, used = guards.guard_branches(written)
+    assert out == expected
+    assert used == ("double_where",)
+
+
 def test_clamp_guards_print_as_minimum_and_maximum():
     from gradgen.printer import TFPrinter
 
@@ -635,6 +652,7 @@ def test_clamped_guard_keeps_nan_and_finite_first_and_second_order(tf, build, dt
     module = build(ELU_SPEC.format(dtype=dtype), audit=False)
     src = open(module.__file__).read()
     assert "tf.math.minimum(x, 0.0)" in src and "tf.where(x <= 0.0" not in src
+    assert "grad_x = upstream * tf.math.exp(x_safe)" in src  # (no where: exp(0) = 1)
     big = 1e30 if dtype == "float32" else 1e300
     x = tf.constant([float("nan"), -big, -30.0, -1e-8, 0.0, 1e-8, 30.0, big], dtype)
     with tf.GradientTape() as outer:

@@ -568,7 +568,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
         if not isinstance(e, sympy.Piecewise):
             return None
         pairs = list(e.args)
-        new_pairs, earlier = [], []
+        new_pairs, earlier, effectives = [], [], []
         changed = False
         for value, cond in pairs:
             effective = sympy.And(
@@ -576,6 +576,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 *(sympy.Not(c) for c in earlier),
             )
             earlier.append(cond)
+            effectives.append(effective)
             safe = _safe_values(effective, value) if effective is not sympy.true else {}
             mapping = {
                 u: Guard(u, effective, v)
@@ -589,10 +590,36 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
         if not changed:
             return None
         used.add("double_where")
+        alone = _clamped_branch_alone(new_pairs, effectives)
+        if alone is not None:
+            return alone
         return sympy.Piecewise(*new_pairs, evaluate=False)
 
     out = _bottom_up(expr, fix)
     return out, tuple(sorted(used))
+
+
+def _clamped_branch_alone(pairs, effectives):
+    """The clamped branch of a two-branch Piecewise whose other branch is the constant
+    that the clamped one takes where it is not selected, else None.
+
+    A clamp is its bound wherever its condition fails, so there the clamped branch is
+    its value at the bound: ``where(x > 0, 1, exp(minimum(x, 0)))`` is
+    ``exp(minimum(x, 0))`` everywhere (exp(0) = 1), one select fewer, and the condition's
+    mask need not be kept for the gradient (ELU's derivative). A NaN input gives NaN in
+    both forms (``where(NaN > 0, ...)`` selects the clamped branch)."""
+    if len(pairs) != 2:
+        return None
+    for k in (0, 1):
+        value, other = pairs[k][0], pairs[1 - k][0]
+        guards = value.atoms(Guard)
+        if not other.is_number or not guards:
+            continue
+        if any(clamp_of(g) is None or g.args[1] != effectives[k] for g in guards):
+            continue
+        if value.xreplace({g: g.args[2] for g in guards}) == other:
+            return value
+    return None
 
 
 GUARDS = {
