@@ -332,6 +332,7 @@ def op_views(op: ir.OpIR) -> OpViews:
     }
     if view["fused"]:
         view.update(_kernels(op, printer), **kernel_names(op.impl))
+        helpers.add("_fused_kernels")
     # the forward as written, in float64 (complex128): the emitted tests compare the op,
     # in its own dtype, with its autodiff and its central differences there, which
     # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)

@@ -17,7 +17,18 @@ from conftest import GENERATED, ROOT, import_source, run_python
 
 @pytest.fixture(scope="module")
 def fused(tf):
-    return import_source("fuse_fused", GENERATED / "fused.py")
+    """examples/fused.yaml's module, its XLA kernels used at every size (these tests'
+    tensors are small: by default those run without XLA, see test_small_static_shapes_
+    run_the_kernels_code_without_xla)."""
+    module = import_source("fuse_fused", GENERATED / "fused.py")
+    module._FUSE_FROM = 0
+    return module
+
+
+@pytest.fixture(scope="module")
+def by_size(tf):
+    """The same module with its default size threshold."""
+    return import_source("fuse_by_size", GENERATED / "fused.py")
 
 
 def test_each_op_is_two_xla_kernels():
@@ -30,7 +41,44 @@ def test_each_op_is_two_xla_kernels():
     # and the upstream only
     assert "def _mish_backward(x, upstream):" in source
     # memory: save: the values the backward uses come from the forward kernel
-    assert "out, r, mask = _huber_forward(pred, target)" in source
+    assert "out, r, mask = forward(pred, target)" in source
+    assert ("forward, backward = _fused_kernels(_huber_forward, _huber_backward, pred, "
+            "target)") in source
+
+
+def _value_and_gradient(tf, op, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = op(x)
+    return y.numpy(), tape.gradient(y, x).numpy()
+
+
+def test_small_static_shapes_run_the_kernels_code_without_xla(tf, by_size, fused):
+    """Below _FUSE_FROM elements of known shape the kernels are not called (nor
+    compiled); at or above it, and wherever a dim is unknown while tracing, they are.
+    Both paths run the same statements; XLA's CPU tanh rounds differently from
+    TensorFlow's (1 - tanh(u) is 0 from u = 8.0 in one, 7.9 in the other: gelu_tanh's
+    gradient near x = -4.9 is 0 or -3.7e-6), so they agree to 1e-5."""
+    small = tf.linspace(-30.0, 30.0, by_size._FUSE_FROM - 1)
+    large = tf.linspace(-30.0, 30.0, by_size._FUSE_FROM)
+    counts = lambda: (by_size._gelu_tanh_forward.experimental_get_tracing_count(),
+                      by_size._gelu_tanh_backward.experimental_get_tracing_count())
+    before = counts()
+    plain = _value_and_gradient(tf, by_size.gelu_tanh, small)
+    assert counts() == before
+    kernels = _value_and_gradient(tf, fused.gelu_tanh, small)
+    for got, want in zip(plain, kernels):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _value_and_gradient(tf, by_size.gelu_tanh, large)
+    assert counts() == (before[0] + 1, before[1] + 1)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def unknown(x):
+        return tf.gradients(by_size.gelu_tanh(x), x)[0]
+
+    traced = counts()
+    unknown.get_concrete_function()
+    assert counts()[0] > traced[0]
 
 
 @pytest.mark.parametrize("pfor", [True, False])

@@ -64,9 +64,40 @@ def _no_xla_kernel(module, name, dtype) -> bool:
     return det or (dtype.startswith("complex") and "tf.linalg.inv(" in body)
 
 
+# The fused ops (fuse: xla). The cases' tensors are small, and below _FUSE_FROM elements
+# of known shape a fused op runs its kernels' code without XLA: these cases run again
+# with the XLA kernels used at every size.
+FUSED = [(i, (stem, case)) for i, (stem, case) in enumerate(CASES)
+         if hasattr(_load(ROOT / "tests" / "generated" / f"{stem}.py").ops, "_FUSE_FROM")]
+
+
+def _force_kernels(stem, monkeypatch):
+    ops = _load(ROOT / "tests" / "generated" / f"{stem}.py").ops
+    monkeypatch.setattr(ops, "_FUSE_FROM", 0)
+
+
+@pytest.mark.parametrize("mode", MODES + ("xla",))
+@pytest.mark.parametrize("stem, case", [c for _, c in FUSED],
+                         ids=[IDS[i] for i, _ in FUSED])
+def test_fused_kernels_in_every_mode(tf, stem, case, mode, monkeypatch):
+    _force_kernels(stem, monkeypatch)
+    _check_mode(tf, stem, case, mode)
+
+
+@pytest.mark.parametrize("stem, case", [c for _, c in FUSED],
+                         ids=[IDS[i] for i, _ in FUSED])
+def test_fused_kernels_second_order(tf, stem, case, monkeypatch):
+    _force_kernels(stem, monkeypatch)
+    _check_second_order(tf, stem, case)
+
+
 @pytest.mark.parametrize("mode", MODES + ("xla",))
 @pytest.mark.parametrize("stem, case", CASES, ids=IDS)
 def test_every_op_in_every_mode(tf, stem, case, mode):
+    _check_mode(tf, stem, case, mode)
+
+
+def _check_mode(tf, stem, case, mode):
     module, name, inputs, differentiable = _setup(tf, stem, case)
     if mode == "xla" and _no_xla_kernel(module, name, case[1][0]):
         pytest.skip("TensorFlow has no XLA kernel for det or a complex matrix inverse")
@@ -106,6 +137,10 @@ SECOND_ORDER_TOL = {
 
 @pytest.mark.parametrize("stem, case", CASES, ids=IDS)
 def test_every_op_second_order(tf, stem, case):
+    _check_second_order(tf, stem, case)
+
+
+def _check_second_order(tf, stem, case):
     module, name, inputs, differentiable = _setup(tf, stem, case, seed=5)
     results = []
     for fn, values in ((getattr(module.ops, name), inputs),
