@@ -66,6 +66,7 @@ ORDER = (
     "xlog1py",
     "log_cosh",
     "tanh_ratio",
+    "tanh_complement",
     "expm1",
     "log1p_expm1",
     "exp_log1p",

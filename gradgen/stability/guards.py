@@ -21,13 +21,12 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   derivative are finite at the bound, the bound is the safe value, a clamp
   (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
   and backward expressions, so first- and second-order gradients stay finite.
-* :func:`vanishing_products`: a product of a factor that decays exponentially and
-  underflows to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 - tanh(u)``, ``cosh(u)**-n``)
-  and a polynomial that overflows for large inputs (the derivative of tanh-GELU,
-  ``x * (1 - tanh(u)) * (1 + tanh(u)) * (1 + 3 c x**2)``; ``x**3 * exp(-x**2)``) is
-  ``mul_no_nan(polynomial, decaying)``: 0 where the decaying factor is 0, where the
-  product as written is 0 * inf = NaN and its exact value is 0 (or below the dtype's
-  smallest number).
+* :func:`vanishing_products`: in one input, a product of factors that decay
+  exponentially and underflow to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 ± tanh(u)``,
+  ``cosh(u)**-n`` of a polynomial ``u``) and a rest that grows like a polynomial that
+  overflows for large inputs (``x**3 * exp(-x**2)``; tanh-GELU's derivative) is
+  ``mul_no_nan(rest, decaying)``: 0 where the decaying factor is 0, where the product
+  as written is 0 * inf = NaN and its exact value is 0.
 
 Every transformation returns an expression equal to its input wherever the input is
 finite, plus the names of what it did (for the op's docstring).
@@ -346,73 +345,107 @@ def kinks_to_piecewise(expr):
 # ------------------------------------------------------------- vanishing products
 
 
-def _decays(f) -> bool:
-    """Whether ``f`` tends to 0 exponentially fast in its argument and so underflows to
+def _decay_argument(f):
+    """``u`` when ``f`` tends to 0 exponentially fast in ``u`` and so underflows to
     exactly 0 in floating point: ``exp(u)`` and ``sigmoid(u)`` as ``u -> -inf``,
     ``1 - tanh(u)``, ``1 + tanh(u)`` and ``1 - tanh(u)**2`` as ``|u| -> inf``,
-    ``cosh(u)**-n``, and positive integer powers of these (``u`` not a constant)."""
-    if f.is_number:
-        return False
+    ``cosh(u)**-n``, and positive integer powers of these; else None."""
     if isinstance(f, sympy.Pow) and f.exp.is_Integer:
         if f.exp > 0:
-            return _decays(f.base)
-        return isinstance(f.base, sympy.cosh)
+            return _decay_argument(f.base)
+        return f.base.args[0] if isinstance(f.base, sympy.cosh) else None
     if isinstance(f, (sympy.exp, sigmoid)):
-        return True
+        return f.args[0]
     if isinstance(f, sympy.Add) and len(f.args) == 2 and S.One in f.args:
-        rest = f - 1
-        return isinstance(rest, sympy.tanh) or isinstance(-rest, sympy.tanh) or (
-            isinstance(-rest, sympy.Pow)
-            and isinstance((-rest).base, sympy.tanh)
-            and (-rest).exp == 2
-        )
-    return False
+        rest = -(f - 1)
+        if isinstance(rest, sympy.Pow) and rest.exp == 2:
+            rest = rest.base
+        for t in (rest, -rest):
+            if isinstance(t, sympy.tanh):
+                return t.args[0]
+    return None
 
 
-def _overflows(r, symbols) -> bool:
-    """Whether ``r`` is a polynomial in ``symbols`` that can overflow where its inputs
-    are finite: of total degree 2 or more, or with a coefficient larger than 1 in
-    magnitude (``x**3``, ``2*x``, ``x*y``; not ``x`` or ``-x/2``)."""
+# Functions bounded for real arguments: a factor of the "polynomial" side of a product
+# that cannot make it grow (sigmoid(-2u) in tanh-GELU's derivative).
+_BOUNDED = (sigmoid, sympy.tanh, sympy.sin, sympy.cos, sympy.erf, sympy.atan)
+
+
+def _polynomial_bound(e):
+    """A polynomial that bounds ``|e|`` up to a constant factor, for ``e`` built from
+    numbers, symbols, ``+``, ``*``, positive integer powers, bounded functions
+    (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None."""
+    if e.is_number or e.is_Symbol:
+        return e
+    if isinstance(e, _BOUNDED):
+        return S.One
+    if isinstance(e, sympy.Pow) and e.exp.is_Integer:
+        if e.exp < 0:
+            return S.One if isinstance(e.base, sympy.cosh) else None
+        base = _polynomial_bound(e.base)
+        return None if base is None else base**e.exp
+    if isinstance(e, (sympy.Add, sympy.Mul, mul_no_nan)):
+        parts = [_polynomial_bound(a) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        return sympy.Mul(*parts) if isinstance(e, mul_no_nan) else e.func(*parts)
+    return None
+
+
+def _overflows(bound, v) -> bool:
+    """Whether the polynomial ``bound`` in ``v`` can overflow where ``v`` is finite: of
+    degree 2 or more, or with a coefficient larger than 1 in magnitude (``x**3``,
+    ``2*x``; not ``x`` or ``-x/2``)."""
     try:
-        poly = sympy.Poly(r, *symbols)
+        poly = sympy.Poly(bound, v)
     except (sympy.PolynomialError, sympy.GeneratorsNeeded):
         return False
-    if not poly.free_symbols <= set(symbols) or poly.is_ground:
+    if poly.free_symbols != {v}:
         return False
-    return poly.total_degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
+    return poly.degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
+
+
+def _polynomial_in(u, v) -> bool:
+    """Whether ``u`` is a nonconstant polynomial in ``v`` alone."""
+    try:
+        poly = sympy.Poly(u, v)
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
+        return False
+    return poly.free_symbols == {v} and poly.degree() > 0
 
 
 def vanishing_products(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``D * R`` -> ``mul_no_nan(R, D)`` where ``D`` (the factors that :func:`_decays`)
-    underflows to 0 and ``R`` (the others) is a polynomial that can overflow.
+    """``D * R`` -> ``mul_no_nan(R, D)`` in one input ``v``, where ``D`` (the factors
+    that decay exponentially in a polynomial ``u(v)``: exp(u), sigmoid(u), 1 ± tanh(u),
+    sech(u)**n) underflows to 0 and ``R`` (the others) grows like a polynomial in ``v``
+    that can overflow.
 
     The value is unchanged wherever ``D != 0``. Where ``D`` is 0, the product as
-    written is 0 where ``R`` is finite and NaN where it overflowed; its exact value
-    there is ``R`` (polynomial in the inputs) times a factor below the dtype's smallest
-    number (``exp(u)`` for ``u < -104`` in float32; ``1 - tanh(u)`` once ``tanh``
-    rounds to 1, where ``u`` grows with the inputs as ``R`` does), so 0. ``R`` must
-    depend only on inputs ``D`` depends on: a NaN input makes ``D`` NaN, so NaN still
-    propagates (``mul_no_nan(NaN, 0)`` would hide a NaN in an input ``D`` does not
-    read). Source: TensorFlow's ``tf.math.multiply_no_nan`` (``MulNoNan``), made for
-    such 0 * inf products in gradients.
+    written is 0 where ``R`` is finite and NaN where it overflowed. ``R`` overflows only
+    for |v| of 1e12 or more in float32 (degree 3; 1.8e19 for degree 2), where
+    ``|u(v)|`` is as large and ``D`` is about exp(-|u|), so the exact product is 0.
+    One input only: with two (``exp(-(x - y)) * x**2``), ``u`` can be moderate where
+    ``R`` overflows (x = y = 1e30), and then the exact product is not 0. A NaN input
+    makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
+    ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
     """
     used = set()
 
     def fix(e):
-        if not isinstance(e, sympy.Mul):
+        if not isinstance(e, sympy.Mul) or len(e.free_symbols) != 1:
             return None
-        decaying = [f for f in e.args if _decays(f)]
-        rest = [f for f in e.args if not _decays(f)]
+        (v,) = e.free_symbols
+        decaying = [f for f in e.args if _decay_argument(f) is not None]
+        rest = [f for f in e.args if _decay_argument(f) is None]
         if not decaying or not rest:
             return None
-        d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
-        symbols = sorted(r.free_symbols, key=str)
-        if not symbols or not r.free_symbols <= d.free_symbols:
+        if not all(_polynomial_in(_decay_argument(f), v) for f in decaying):
             return None
-        if not _overflows(r, symbols):
+        bound = _polynomial_bound(sympy.Mul(*rest))
+        if bound is None or not _overflows(bound, v):
             return None
         used.add("vanishing_product")
-        return mul_no_nan(r, d)
+        return mul_no_nan(sympy.Mul(*rest), sympy.Mul(*decaying))
 
     out = _bottom_up(expr, fix)
     return out, tuple(sorted(used))
