@@ -251,20 +251,21 @@ def gelu_tanh(x):
         out = 0.5*x*(tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi)) + 1)
 
     Partial derivatives:
-        d(out)/d(x) = (2.0*sqrt(2)*x*(0.134145*x**2 +
-            1)*sigmoid(-2*sqrt(2)*x*(0.044715*x**2 + 1)/sqrt(pi))/sqrt(pi) +
-            1.0)*sigmoid(2*sqrt(2)*x*(0.044715*x**2 + 1)/sqrt(pi))
+        d(out)/d(x) = 0.5*sqrt(2)*x*(1 - tanh(sqrt(2)*(0.044715*x**3 +
+            x)/sqrt(pi)))*(0.134145*x**2 + 1)*(tanh(sqrt(2)*(0.044715*x**3 +
+            x)/sqrt(pi)) + 1)/sqrt(pi) + 0.5*tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi))
+            + 0.5
 
     Memory: the gradient recomputes forward values from the inputs.
 
     Stable forms and guards used:
-        tanh_complement: 1 + tanh(u) = 2 * sigmoid(2*u), 1 - tanh(u) = 2 * sigmoid(-2*u)
-            (a factor of a product without its complement)
+        difference_of_squares: c + k*u**2 = k*(u - s)*(u + s), s = sqrt(-c/k) rational
+            (1 - x**2 = (1 - x)*(1 + x))
         vanishing_product: mul_no_nan(R, D): 0 where a decaying factor D underflows to 0
             and the polynomial R overflows (0 * inf, exactly 0)
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
-        is; worst error at most 4 of 24 bits.
+        is; worst error all 24 significant bits lost.
 
     Args:
         x: float32 tensor of shape [...].
@@ -287,11 +288,10 @@ def gelu_tanh(x):
 def _gelu_tanh_forward(x):
     """`gelu_tanh`'s forward: one XLA kernel (fuse: xla)."""
     x_sq = x * x
-    t = 0.044715 * x_sq
+    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
+    t_1 = t + 1.0
     # gelu_tanh.output
-    out = (
-        1.0 * x * tf.math.sigmoid((2 * math.sqrt(2) / math.sqrt(math.pi)) * (t * x + x))
-    )
+    out = 0.5 * t_1 * x
     return out
 
 
@@ -299,18 +299,19 @@ def _gelu_tanh_forward(x):
 def _gelu_tanh_backward(x, upstream):
     """`gelu_tanh`'s VJP: one XLA kernel (fuse: xla)."""
     x_sq = x * x
-    t = 0.044715 * x_sq
-    t_1 = x * (t + 1.0)
-    # d(out)/d(x) = (2.0*sqrt(2)*x*(0.134145*x**2 +
-    #     1)*sigmoid(-2*sqrt(2)*x*(0.044715*x**2 + 1)/sqrt(pi))/sqrt(pi) +
-    #     1.0)*sigmoid(2*sqrt(2)*x*(0.044715*x**2 + 1)/sqrt(pi))  (gelu_tanh.output)
-    grad_x = upstream * tf.math.multiply_no_nan(
-        tf.math.multiply_no_nan(
-            (2.0 * math.sqrt(2) / math.sqrt(math.pi)) * x * (0.134145 * x_sq + 1.0),
-            tf.math.sigmoid((-2 * math.sqrt(2) / math.sqrt(math.pi)) * t_1),
+    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
+    t_1 = t + 1.0
+    # d(out)/d(x) = 0.5*sqrt(2)*x*(1 - tanh(sqrt(2)*(0.044715*x**3 +
+    #     x)/sqrt(pi)))*(0.134145*x**2 + 1)*(tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi))
+    #     + 1)/sqrt(pi) + 0.5*tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi)) + 0.5
+    #     (gelu_tanh.output)
+    grad_x = upstream * (
+        0.5 * t
+        + tf.math.multiply_no_nan(
+            (0.5 * math.sqrt(2) / math.sqrt(math.pi)) * x * (0.134145 * x_sq + 1.0),
+            t_1 * (1.0 - t),
         )
-        + 1.0,
-        tf.math.sigmoid((2 * math.sqrt(2) / math.sqrt(math.pi)) * t_1),
+        + 0.5
     )
     return grad_x
 

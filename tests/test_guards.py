@@ -683,8 +683,7 @@ VANISHING = [
     (x**2 * (1 - tanh(x) ** 2), mul_no_nan(x**2, 1 - tanh(x) ** 2)),
     (x**2 / sympy.cosh(x) ** 2, mul_no_nan(x**2, sympy.cosh(x) ** -2)),
     (sin(x) + 3 * x**2 * exp(-x), sin(x) + mul_no_nan(3 * x**2, exp(-x))),
-    # R may hold bounded factors, and a guarded product (tanh-GELU's derivative after
-    # tanh_complement: (R sigmoid(-2u) + 1) sigmoid(2u))
+    # R may hold bounded factors, and a product guarded the same way
     (x**2 * sin(x) * exp(-x), mul_no_nan(x**2 * sin(x), exp(-x))),
     ((x**3 * sigmoid(-x) + 1) * sigmoid(x),
      mul_no_nan(mul_no_nan(x**3, sigmoid(-x)) + 1, sigmoid(x))),

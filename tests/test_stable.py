@@ -35,7 +35,6 @@ EXAMPLES = {
     "log1p": (log(1 + x * y), log1p(x * y)),
     "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
     "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
-    "tanh_complement": (y * (1 + tanh(x)) / 2, y * sigmoid(2 * x)),
     "difference_of_squares": (1 - x**2, (1 - x) * (1 + x)),
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),
@@ -312,13 +311,6 @@ MORE_FORMS = {
     ],
     "log_erfc": [(exp(_erfc(x)), None)],
     "log_cosh": [(exp(cosh(x)), None)],
-    "tanh_complement": [
-        (x * (1 - tanh(y)), 2 * x * sigmoid(-2 * y)),
-        (x * (1 + tanh(y)) ** 2, 4 * x * sigmoid(2 * y) ** 2),
-        # beside its complement: 1 - tanh(y)**2, left to the forms that keep the tanh
-        (x * (1 - tanh(y)) * (1 + tanh(y)), None),
-        (x * (2 + tanh(y)), None),
-    ],
     "sqrt_conjugate": [
         (sqrt(x**2 + 1) - 1 + sympy.sin(y), x**2 / (sqrt(x**2 + 1) + 1) + sympy.sin(y)),
         (sqrt(x**2 + 1) - sqrt(y**2 + 1), None),  # a - b is not a number

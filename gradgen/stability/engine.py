@@ -66,7 +66,6 @@ ORDER = (
     "xlog1py",
     "log_cosh",
     "tanh_ratio",
-    "tanh_complement",
     "expm1",
     "log1p_expm1",
     "exp_log1p",

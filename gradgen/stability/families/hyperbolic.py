@@ -1,4 +1,4 @@
-"""Hyperbolic functions: log(cosh), sinh/cosh, 1 ± tanh.
+"""Hyperbolic functions: log(cosh), sinh/cosh.
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
 rules in the order the engine tries them.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy
 
-from ...functions import logcosh, sigmoid
+from ...functions import logcosh
 from ..rule import Rule
 
 
@@ -34,38 +34,6 @@ def _tanh_ratio(expr):
     return None
 
 
-def _complement_sign(f):
-    """(+1 | -1, u) when ``f`` is ``1 + tanh(u)`` or ``1 - tanh(u)``, else None."""
-    if isinstance(f, sympy.Add) and len(f.args) == 2 and sympy.S.One in f.args:
-        rest = f - 1
-        if isinstance(rest, sympy.tanh):
-            return 1, rest.args[0]
-        if isinstance(-rest, sympy.tanh):
-            return -1, (-rest).args[0]
-    return None
-
-
-def _tanh_complement(expr):
-    # 1 +- tanh(u) = 2 sigmoid(+-2u), for a factor whose complement is not beside it
-    if not isinstance(expr, sympy.Mul):
-        return None
-    found = {}
-    for f in expr.args:
-        base, power = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, sympy.S.One)
-        sign = _complement_sign(base)
-        if sign is not None and power.is_Integer and power > 0:
-            found[f] = (sign, power)
-    replaced = {}
-    for f, ((sign, u), power) in found.items():
-        # (1 - t)(1 + t) = 1 - tanh(u)**2 is left to the forms that keep its tanh
-        if any(s == (-sign, u) for s, _ in found.values()):
-            continue
-        replaced[f] = (2 * sigmoid(2 * sign * u)) ** power
-    if not replaced:
-        return None
-    return sympy.Mul(*(replaced.get(f, f) for f in expr.args))
-
-
 RULES: tuple[Rule, ...] = (
     Rule(
         "log_cosh",
@@ -73,14 +41,6 @@ RULES: tuple[Rule, ...] = (
         "|u| - log(2) from |u| = 10 (float64: 20)",
         "cosh(u) overflows for |u| > 89 in float32 (the result is about |u| - log(2))",
         _log_cosh,
-    ),
-    Rule(
-        "tanh_complement",
-        "1 + tanh(u) = 2 * sigmoid(2*u), 1 - tanh(u) = 2 * sigmoid(-2*u) (a factor of a "
-        "product without its complement)",
-        "1 + tanh(u) cancels for u < -4 in float32 and is 0 from u = -8 (tanh-GELU's value "
-        "and gradient for x < -4.8), where 2 sigmoid(2u) is exact to an ulp",
-        _tanh_complement,
     ),
     Rule(
         "tanh_ratio",
