@@ -241,6 +241,16 @@ class _Deriver:
         )
 
     def _check_printable(self, expr, key, what: str) -> None:
+        if not self.p.is_complex and expr.has(sympy.I):
+            # SymPy takes sqrt(-1 - x**2) as I*sqrt(x**2 + 1) for real x: a real op
+            # whose derivative is imaginary would print a complex constant into float
+            # code (TypeError when the gradient runs)
+            raise self._error(
+                key,
+                f"the {what} is not real ({_shorten(spec_str(expr))}): SymPy finds "
+                "the expression imaginary for every real input (as sqrt(-1 - x**2) = "
+                "I*sqrt(1 + x**2)); declare a complex dtype, or rewrite it",
+            )
         for cls in _UNPRINTABLE:
             found = expr.atoms(cls)
             if found:

@@ -1597,12 +1597,12 @@ def test_exact_is_undefined_where_a_later_precision_turns_complex():
 
 
 def test_an_op_undefined_at_every_point_counts_none(tmp_path, no_cache):
-    """sqrt(-1 - x**2) is real nowhere: every target counts no point, and its figures
+    """log(-1 - x**2) is real nowhere: every target counts no point, and its figures
     are 0 bits with no worst point (not NaN, not the last sample's)."""
     op = _op(_spec(tmp_path, """
         - name: f
           inputs: {x: [null]}
-          output: sqrt(-1 - x * x)
+          output: log(-1 - x * x)
     """), "f")
     audit = audit_op(op, op_views(op))
     assert audit.skipped is None and audit.points > 100

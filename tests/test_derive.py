@@ -227,6 +227,22 @@ def test_an_unprintable_function_in_a_derivative_is_named():
     deriver._check_printable(sympy.exp(x), ("ops", 0, "output"), "value")  # printable
 
 
+@pytest.mark.parametrize("output", ["sqrt(-1 - x * x)", "acos(2 + x * x)"])
+def test_a_real_op_whose_derivative_is_imaginary_is_refused(output):
+    """SymPy takes sqrt(-1 - x**2) as I*sqrt(1 + x**2) for real x: the derivative printed
+    `1j * upstream * ...` into float32 code (a TypeError when the gradient ran)."""
+    from gradgen.spec import parse_spec
+
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
+        "name": "f", "inputs": {"x": [None]}, "output": output}]})
+    with pytest.raises(SpecError) as info:
+        gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+    (diag,) = info.value.diagnostics
+    assert diag.message.startswith("the derivative d(out)/d(x) is not real (")
+    assert "I" in diag.message and "declare a complex dtype" in diag.message
+    assert (diag.op, diag.field) == ("f", "output")
+
+
 def test_forward_exprs_show_earlier_intermediates_by_name():
     # explain's Forward section: each `where` step with the names of the steps before it,
     # never its own; then the output
