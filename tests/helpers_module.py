@@ -38,6 +38,7 @@ HELPERS = (
     "_complex_det",
     "_logabsdet",
     "_unbroadcast",
+    "_fused_kernels",
 )
 
 PRELUDE = "import math\nimport tensorflow as tf\n"
