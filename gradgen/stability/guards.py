@@ -392,26 +392,29 @@ def _polynomial_bound(e):
     return None
 
 
-def _overflows(bound, v) -> bool:
-    """Whether the polynomial ``bound`` in ``v`` can overflow where ``v`` is finite: of
-    degree 2 or more, or with a coefficient larger than 1 in magnitude (``x**3``,
-    ``2*x``; not ``x`` or ``-x/2``)."""
+def _poly(e, v):
+    """``e`` as a polynomial in ``v`` (a :class:`sympy.Poly`, whose coefficients may
+    hold other symbols but not ``v``), or None where it is not one (``sin(v) * v``)."""
     try:
-        poly = sympy.Poly(bound, v)
+        return sympy.Poly(e, v)
     except (sympy.PolynomialError, sympy.GeneratorsNeeded):
-        return False
-    if poly.free_symbols != {v}:
+        return None
+
+
+def _overflows(bound, v) -> bool:
+    """Whether the polynomial ``bound`` in ``v`` alone can overflow where ``v`` is
+    finite: of degree 2 or more, or with a coefficient larger than 1 in magnitude
+    (``x**3``, ``2*x``; not ``x`` or ``-x/2``)."""
+    poly = _poly(bound, v)
+    if poly is None or poly.free_symbols != {v}:
         return False
     return poly.degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
 
 
 def _polynomial_in(u, v) -> bool:
     """Whether ``u`` is a nonconstant polynomial in ``v`` alone."""
-    try:
-        poly = sympy.Poly(u, v)
-    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
-        return False
-    return poly.free_symbols == {v} and poly.degree() > 0
+    poly = _poly(u, v)
+    return poly is not None and poly.free_symbols == {v} and poly.degree() > 0
 
 
 def vanishing_products(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
@@ -586,11 +589,8 @@ def _needs_guard(value, u) -> bool:
     value = value.xreplace({g: g.args[0] for g in value.atoms(Guard)})
     if not value.has(u):
         return False
-    try:
-        poly = sympy.Poly(value, u)
-    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
-        return True
-    return poly.degree() > 1  # (no coefficient holds u: Poly refuses sin(u) * u)
+    poly = _poly(value, u)
+    return poly is None or poly.degree() > 1
 
 
 def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
@@ -639,8 +639,10 @@ def _clamped_branch_alone(pairs, effectives):
     A clamp is its bound wherever its condition fails, so there the clamped branch is
     its value at the bound: ``where(x > 0, 1, exp(minimum(x, 0)))`` is
     ``exp(minimum(x, 0))`` everywhere (exp(0) = 1), one select fewer, and the condition's
-    mask need not be kept for the gradient (ELU's derivative). A NaN input gives NaN in
-    both forms (``where(NaN > 0, ...)`` selects the clamped branch)."""
+    mask need not be kept for the gradient (ELU's derivative). A NaN input gives NaN
+    (``minimum`` propagates it), as the where form does when the clamped branch is the
+    one a false condition selects (``where(NaN > 0, 1, ...)``); with the branches the
+    other way round the where form gave the constant for NaN."""
     if len(pairs) != 2:
         return None
     for k in (0, 1):
