@@ -248,8 +248,9 @@ class _Deriver:
             raise self._error(
                 key,
                 f"the {what} is not real ({_shorten(spec_str(expr))}): SymPy finds "
-                "the expression imaginary for every real input (as sqrt(-1 - x**2) = "
-                "I*sqrt(1 + x**2)); declare a complex dtype, or rewrite it",
+                "part of the expression imaginary for every real input (as "
+                "sqrt(-1 - x**2) = I*sqrt(1 + x**2)); declare a complex dtype, or "
+                "rewrite it",
             )
         for cls in _UNPRINTABLE:
             found = expr.atoms(cls)
@@ -534,7 +535,7 @@ class _Deriver:
         self.rules_used.update(used)
         expr, used = guards.guard_branches(guards.kinks_to_piecewise(expr))
         self.rules_used.update(used)
-        expr, used = guards.vanishing_products(expr)
+        expr, used = guards.vanishing_products(expr, self.p.dtype)
         self.rules_used.update(used)
         return expr
 

@@ -609,7 +609,7 @@ def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
 
 
 @pytest.mark.parametrize("written, expected", [
-    # the constant branch is the clamped branch's value at the bound: the clamp alone
+    # the constant branch is the clamped branch's value at a bound of 0: the clamp alone
     (Piecewise((1, x > 0), (exp(x), True)), exp(Guard(x, x <= 0, 0))),
     (Piecewise((exp(x), x <= 0), (1, True)), exp(Guard(x, x <= 0, 0))),
     (Piecewise((0, x > 0), (expm1(x), True)), expm1(Guard(x, x <= 0, 0))),
@@ -618,6 +618,10 @@ def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
      Piecewise((2, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
     (Piecewise((x, x > 0), (exp(x), True)),
      Piecewise((x, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
+    # kept at another bound: cos(pi/2) is 0, but TensorFlow's cos(fl(pi/2)) is -4.4e-8
+    (Piecewise((0, x > sympy.pi / 2), (cos(x), True)),
+     Piecewise((0, x > sympy.pi / 2), (cos(Guard(x, x <= sympy.pi / 2, sympy.pi / 2)),
+                                       True))),
 ], ids=str)
 def test_guard_branches_drop_the_where_the_clamp_makes_redundant(written, expected):
     out, used = guards.guard_branches(written)
@@ -710,6 +714,34 @@ def test_vanishing_products(written, expected):
     assert used == (("vanishing_product",) if out != written else ())
 
 
+@pytest.mark.parametrize("written, dtype, guarded", [
+    # the rest overflows where the exact product is neither below the smallest normal
+    # number nor above the largest: multiply_no_nan(x**20, exp(-x)) was inf at x = 86 in
+    # float32, where x**20 * exp(-x) is 21.9; x**5 / cosh(x) in float16 is 0 at x = 12
+    # where cosh overflows (exact 3.06)
+    (x**30 * exp(-x), "float32", False),
+    (x**20 * exp(-x), "float32", False),
+    (x**20 * exp(-x), "float64", True),
+    (x**4 * exp(-x), "float16", False),
+    (1000 * x**2 * exp(-x), "float16", False),
+    (x**5 * sigmoid(-x), "float16", False),
+    (x**5 / sympy.cosh(x) ** 1, "float16", False),
+    (x**5 / sympy.cosh(x), "float32", True),
+    (x**3 * exp(-x**2), "float16", True),
+    (x**3 * exp(-x**2), "bfloat16", True),
+    # terms of the rest do not cancel in its bound: 1 - sin(x) is bounded by 2, not 0
+    (x**2 * (1 - sin(x)) * exp(-x**2), "float32", True),
+    # tanh(u) - 1 and tanh(u)**2 - 1 decay too
+    (x**2 * (tanh(x) - 1), "float32", True),
+    (x**2 * (tanh(x) ** 2 - 1), "float32", True),
+    (x**2 * (tanh(x) ** 2 + 1), "float32", False),
+], ids=str)
+def test_vanishing_products_only_where_zero_is_right_in_the_dtype(written, dtype, guarded):
+    out, used = guards.vanishing_products(written, dtype)
+    assert out.has(mul_no_nan) == guarded
+    assert used == (("vanishing_product",) if guarded else ())
+
+
 def test_mul_no_nan_is_the_product_with_zero_where_its_second_argument_is():
     assert mul_no_nan(x, 0) == 0
     assert sympy.diff(mul_no_nan(x**2, exp(x)), x) == 2 * x * exp(x) + x**2 * exp(x)
@@ -731,6 +763,9 @@ ops:
   - name: bump
     inputs: {{x: [null]}}
     output: x**3 * exp(-x**2)
+  - name: tail
+    inputs: {{x: [null]}}
+    output: x**20 * exp(-x)
 """
 
 
@@ -777,6 +812,24 @@ def test_vanishing_products_keep_gradients_finite_at_large_inputs(tf, build, dty
         np.testing.assert_allclose(g, exact, rtol=1e-5 if dtype == "float32" else 1e-12,
                                    atol=1e-6 if dtype == "float32" else 1e-14,
                                    err_msg=name)
+
+
+def test_a_product_whose_rest_overflows_where_it_is_finite_is_left_as_written(tf, build):
+    """x**20 * exp(-x) in float32: x**20 overflows from x = 84, where the product is
+    still 22; multiply_no_nan(x**20, exp(-x)) was inf there (SymPy's own order of the
+    product keeps it finite)."""
+    module = build(VANISHING_SPEC.format(dtype="float32"), audit=False)
+    x = tf.constant([20.0, 50.0, 86.0])  # (exp(-100) is subnormal: flushed to 0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = module.tail(x)
+    g = tape.gradient(y, x).numpy()
+    mpmath.mp.dps = DIGITS
+    points = [mpmath.mpf(float(v)) for v in x.numpy()]
+    np.testing.assert_allclose(y.numpy(), [float(v**20 * mpmath.exp(-v)) for v in points],
+                               rtol=1e-5)
+    np.testing.assert_allclose(
+        g, [float((20 * v**19 - v**20) * mpmath.exp(-v)) for v in points], rtol=1e-5)
 
 
 def test_vanishing_product_second_order_stays_finite_at_moderate_inputs(tf, build):

@@ -34,6 +34,7 @@ finite, plus the names of what it did (for the op's docstring).
 
 from __future__ import annotations
 
+import mpmath
 import sympy
 from sympy import S
 
@@ -50,6 +51,7 @@ from ..functions import (
     xlog1py,
     xlogy,
 )
+from .audit import formats
 
 LIMIT_MAX_OPS = 30
 _RELATIONS = (
@@ -348,47 +350,56 @@ def kinks_to_piecewise(expr):
 def _decay_argument(f):
     """``u`` when ``f`` tends to 0 exponentially fast in ``u`` and so underflows to
     exactly 0 in floating point: ``exp(u)`` and ``sigmoid(u)`` as ``u -> -inf``,
-    ``1 - tanh(u)``, ``1 + tanh(u)`` and ``1 - tanh(u)**2`` as ``|u| -> inf``,
-    ``cosh(u)**-n``, and positive integer powers of these; else None."""
+    ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` as ``|u| -> inf`` in one direction or
+    both, ``cosh(u)**-n``, and positive integer powers of these; else None."""
     if isinstance(f, sympy.Pow) and f.exp.is_Integer:
         if f.exp > 0:
             return _decay_argument(f.base)
         return f.base.args[0] if isinstance(f.base, sympy.cosh) else None
     if isinstance(f, (sympy.exp, sigmoid)):
         return f.args[0]
-    if isinstance(f, sympy.Add) and len(f.args) == 2 and S.One in f.args:
-        rest = -(f - 1)
-        if isinstance(rest, sympy.Pow) and rest.exp == 2:
-            rest = rest.base
-        for t in (rest, -rest):
-            if isinstance(t, sympy.tanh):
-                return t.args[0]
+    if isinstance(f, sympy.Add) and len(f.args) == 2:
+        one = next((a for a in f.args if a in (S.One, S.NegativeOne)), None)
+        if one is None:
+            return None
+        other = f - one
+        if isinstance(other, sympy.tanh) or isinstance(-other, sympy.tanh):
+            return (other if isinstance(other, sympy.tanh) else -other).args[0]
+        square = -other / one  # tanh(u)**2 in 1 - tanh(u)**2 and in -1 + tanh(u)**2
+        if isinstance(square, sympy.Pow) and square.exp == 2 and isinstance(
+            square.base, sympy.tanh
+        ):
+            return square.base.args[0]
     return None
 
 
-# Functions bounded for real arguments: a factor of the "polynomial" side of a product
-# that cannot make it grow (sigmoid(-2u) in tanh-GELU's derivative).
-_BOUNDED = (sigmoid, sympy.tanh, sympy.sin, sympy.cos, sympy.erf, sympy.atan)
+# Functions bounded for real arguments, with a bound of their magnitude: a factor of
+# the "polynomial" side of a product that cannot make it grow.
+_BOUNDED = {sigmoid: 1, sympy.tanh: 1, sympy.sin: 1, sympy.cos: 1, sympy.erf: 1,
+            sympy.atan: 2}
 
 
-def _polynomial_bound(e):
-    """A polynomial that bounds ``|e|`` up to a constant factor, for ``e`` built from
-    numbers, symbols, ``+``, ``*``, positive integer powers, bounded functions
-    (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None."""
-    if e.is_number or e.is_Symbol:
-        return e
-    if isinstance(e, _BOUNDED):
-        return S.One
+def _polynomial_bound(e, v):
+    """A polynomial in ``t = |v|`` with nonnegative coefficients that bounds ``|e|``, for
+    ``e`` built from numbers, ``v``, ``+``, ``*``, positive integer powers, bounded
+    functions (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else
+    None. Terms never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``)."""
+    if e.is_number:
+        return abs(e) if e.is_real else None
+    if e == v:
+        return v
+    if type(e) in _BOUNDED:
+        return sympy.Integer(_BOUNDED[type(e)])
     if isinstance(e, sympy.Pow) and e.exp.is_Integer:
         if e.exp < 0:
             return S.One if isinstance(e.base, sympy.cosh) else None
-        base = _polynomial_bound(e.base)
+        base = _polynomial_bound(e.base, v)
         return None if base is None else base**e.exp
     if isinstance(e, (sympy.Add, sympy.Mul, mul_no_nan)):
-        parts = [_polynomial_bound(a) for a in e.args]
+        parts = [_polynomial_bound(a, v) for a in e.args]
         if any(p is None for p in parts):
             return None
-        return sympy.Mul(*parts) if isinstance(e, mul_no_nan) else e.func(*parts)
+        return sympy.Add(*parts) if isinstance(e, sympy.Add) else sympy.Mul(*parts)
     return None
 
 
@@ -417,19 +428,89 @@ def _polynomial_in(u, v) -> bool:
     return poly is not None and poly.free_symbols == {v} and poly.degree() > 0
 
 
-def vanishing_products(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+def _without_cancellation(e):
+    """``e`` with ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` written as ratios of
+    exponentials (1 - tanh(u) = 2 / (1 + exp(2u)), 1 - tanh(u)**2 = cosh(u)**-2) and
+    ``mul_no_nan`` as a product, so that 50 digits evaluate them where they are far
+    below 1e-50."""
+
+    def stable(f):
+        u = _decay_argument(f)
+        one = next(a for a in f.args if a in (S.One, S.NegativeOne))
+        other = f - one
+        if other == sympy.tanh(u) or other == -sympy.tanh(u):
+            sign = 1 if other == sympy.tanh(u) else -1  # f = one + sign * tanh(u)
+            return one * 2 / (1 + sympy.exp(-2 * u * sign * one))
+        return one * sympy.cosh(u) ** -2  # one - one * tanh(u)**2
+
+    e = e.replace(mul_no_nan, lambda a, b: a * b)
+    return e.replace(
+        lambda f: isinstance(f, sympy.Add) and len(f.args) == 2
+        and _decay_argument(f) is not None,
+        stable,
+    )
+
+
+# Points checked between where the rest's bound first overflows and the dtype's largest
+# number, in each direction (geometrically spaced).
+SOUNDNESS_POINTS = 40
+
+
+def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
+    """Whether, in ``dtype``, wherever the rest's bound ``bound(|v|)`` reaches the
+    largest finite number, the exact ``rest`` is in range after all (below half the
+    largest number: a loose bound), or the exact ``|rest * decaying|`` is below the
+    smallest normal number (so the 0 that mul_no_nan gives where ``decaying`` rounds to
+    0 is right, and ``rest`` is finite wherever ``decaying`` is not 0) or above the
+    largest (the product overflows however it is computed). Checked at 50 digits at
+    the first overflow and :data:`SOUNDNESS_POINTS` points beyond it on both sides of
+    0.
+
+    ``x**30 * exp(-x)`` fails in float32 (``x**30`` overflows at x = 19.4, where the
+    product is 1e30), ``x**5 / cosh(x)`` in float16 (x = 9.2, product 13); tanh-GELU's
+    derivative holds in every dtype (its rest overflows where ``|u|`` is 1e38 in
+    float32).
+    """
+    fmt = formats.get(dtype)
+    if fmt is None:
+        return False
+    top, tiny = mpmath.mpf(fmt.largest), mpmath.mpf(fmt.tiny)
+    coeffs = [abs(mpmath.mpf(float(c))) for c in sympy.Poly(bound, v).all_coeffs()]
+    size = lambda t: mpmath.polyval(coeffs, t)  # noqa: E731 - increasing in t >= 0
+    with mpmath.workdps(50):
+        if size(top) < top:
+            return False
+        lo, hi = mpmath.mpf(0), mpmath.log(top)  # bisect log(t)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if size(mpmath.exp(mid)) >= top else (mid, hi)
+        first = mpmath.exp(hi)
+        exact = [sympy.lambdify(v, _standard(_without_cancellation(e)), "mpmath")
+                 for e in (rest, rest * decaying)]
+        for k in range(SOUNDNESS_POINTS + 1):
+            t = first * (top / first) ** (mpmath.mpf(k) / SOUNDNESS_POINTS)
+            for x in (t, -t):
+                try:
+                    r, value = (abs(f(x)) for f in exact)
+                except (OverflowError, ZeroDivisionError, ValueError, TypeError):
+                    return False
+                if not (r < top / 2 or value < tiny or value >= top):
+                    return False
+    return True
+
+
+def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str, ...]]:
     """``D * R`` -> ``mul_no_nan(R, D)`` in one input ``v``, where ``D`` (the factors
     that decay exponentially in a polynomial ``u(v)``: exp(u), sigmoid(u), 1 ± tanh(u),
     sech(u)**n) underflows to 0 and ``R`` (the others) grows like a polynomial in ``v``
-    that can overflow.
+    that can overflow, and :func:`_zero_is_right` in ``dtype``.
 
-    The value is unchanged wherever ``D != 0``. Where ``D`` is 0, the product as
-    written is 0 where ``R`` is finite and NaN where it overflowed. ``R`` overflows only
-    for |v| of 1e12 or more in float32 (degree 3; 1.8e19 for degree 2), where
-    ``|u(v)|`` is as large and ``D`` is about exp(-|u|), so the exact product is 0.
-    One input only: with two (``exp(-(x - y)) * x**2``), ``u`` can be moderate where
-    ``R`` overflows (x = y = 1e30), and then the exact product is not 0. A NaN input
-    makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
+    The value is unchanged wherever ``R`` is finite. Where ``D`` is 0, the product as
+    written is 0 where ``R`` is finite and NaN where it overflowed; the check makes sure
+    ``R`` overflows only where the exact product is below the dtype's smallest normal
+    number (0 is right) or above its largest. One input only: with two
+    (``exp(-(x - y)) * x**2``), ``u`` can be moderate where ``R`` overflows (x = y =
+    1e30). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
     ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
     """
     used = set()
@@ -444,11 +525,14 @@ def vanishing_products(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
             return None
         if not all(_polynomial_in(_decay_argument(f), v) for f in decaying):
             return None
-        bound = _polynomial_bound(sympy.Mul(*rest))
+        d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
+        bound = _polynomial_bound(r, v)
         if bound is None or not _overflows(bound, v):
             return None
+        if not _zero_is_right(r, d, bound, v, dtype):
+            return None
         used.add("vanishing_product")
-        return mul_no_nan(sympy.Mul(*rest), sympy.Mul(*decaying))
+        return mul_no_nan(r, d)
 
     out = _bottom_up(expr, fix)
     return out, tuple(sorted(used))
@@ -650,7 +734,10 @@ def _clamped_branch_alone(pairs, effectives):
         guards = value.atoms(Guard)
         if not other.is_number or not guards:
             continue
-        if any(clamp_of(g) is None or g.args[1] != effectives[k] for g in guards):
+        # at a bound of 0 the kernels are exact (exp(0) = 1, expm1(0) = sin(0) = 0);
+        # at pi/2, cos(pi/2) is 0 but cos(fl(pi/2)) is -4.4e-8 in float32
+        if any(clamp_of(g) is None or g.args[1] != effectives[k] or g.args[2] != 0
+               for g in guards):
             continue
         if value.xreplace({g: g.args[2] for g in guards}) == other:
             return value
