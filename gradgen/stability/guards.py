@@ -380,12 +380,15 @@ _BOUNDED = {sigmoid: 1, sympy.tanh: 1, sympy.sin: 1, sympy.cos: 1, sympy.erf: 1,
 
 
 def _polynomial_bound(e, v):
-    """A polynomial in ``t = |v|`` with nonnegative coefficients that bounds ``|e|``, for
-    ``e`` built from numbers, ``v``, ``+``, ``*``, positive integer powers, bounded
-    functions (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else
-    None. Terms never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``)."""
+    """A polynomial in ``t = |v|`` with coefficients of at least 1 that bounds ``|e|``
+    and every value computed on the way to it (for ``t >= 1``), for ``e`` built from
+    numbers, ``v``, ``+``, ``*``, positive integer powers, bounded functions
+    (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None. Terms
+    never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``), and a coefficient
+    below 1 counts as 1: ``x**4 / 1000`` is computed as ``x*x*x*x / 1000``, which
+    overflows where ``x**4`` does."""
     if e.is_number:
-        return abs(e) if e.is_real else None
+        return sympy.Max(abs(e), 1) if e.is_real else None
     if e == v:
         return v
     if type(e) in _BOUNDED:
@@ -458,13 +461,12 @@ SOUNDNESS_POINTS = 40
 
 def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
     """Whether, in ``dtype``, wherever the rest's bound ``bound(|v|)`` reaches the
-    largest finite number, the exact ``rest`` is in range after all (below half the
-    largest number: a loose bound), or the exact ``|rest * decaying|`` is below the
-    smallest normal number (so the 0 that mul_no_nan gives where ``decaying`` rounds to
-    0 is right, and ``rest`` is finite wherever ``decaying`` is not 0) or above the
-    largest (the product overflows however it is computed). Checked at 50 digits at
-    the first overflow and :data:`SOUNDNESS_POINTS` points beyond it on both sides of
-    0.
+    largest finite number (the rest may be inf there, or NaN: inf - inf), the exact
+    ``|rest * decaying|`` is below the smallest normal number (so the 0 that mul_no_nan
+    gives where ``decaying`` rounds to 0 is right, and ``rest`` is finite wherever
+    ``decaying`` is not 0) or above the largest (the product overflows however it is
+    computed). Checked at 50 digits at the first overflow and :data:`SOUNDNESS_POINTS`
+    points beyond it on both sides of 0.
 
     ``x**30 * exp(-x)`` fails in float32 (``x**30`` overflows at x = 19.4, where the
     product is 1e30), ``x**5 / cosh(x)`` in float16 (x = 9.2, product 13); tanh-GELU's
@@ -485,16 +487,16 @@ def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if size(mpmath.exp(mid)) >= top else (mid, hi)
         first = mpmath.exp(hi)
-        exact = [sympy.lambdify(v, _standard(_without_cancellation(e)), "mpmath")
-                 for e in (rest, rest * decaying)]
+        product = sympy.lambdify(
+            v, _standard(_without_cancellation(rest * decaying)), "mpmath")
         for k in range(SOUNDNESS_POINTS + 1):
             t = first * (top / first) ** (mpmath.mpf(k) / SOUNDNESS_POINTS)
             for x in (t, -t):
                 try:
-                    r, value = (abs(f(x)) for f in exact)
+                    value = abs(product(x))
                 except (OverflowError, ZeroDivisionError, ValueError, TypeError):
                     return False
-                if not (r < top / 2 or value < tiny or value >= top):
+                if not (value < tiny or value >= top):
                     return False
     return True
 
