@@ -29,6 +29,7 @@ from gradgen.stability.families.powers import _zero_of
 from gradgen.stability.match import _exp_terms
 from gradgen.stability.normalize import scaled_exp
 from gradgen.stability.reductions import stabilize_reductions
+from tfmodes import two_orders
 
 x, y, r, d = sympy.symbols("x y r d", real=True)
 sin, cos, exp, log, sqrt = sympy.sin, sympy.cos, sympy.exp, sympy.log, sympy.sqrt
@@ -638,17 +639,6 @@ def test_clamp_guards_print_as_minimum_and_maximum():
     assert printer.doprint(Guard(x, x <= 0, -1)).startswith("tf.where(")
 
 
-def _two_orders(tf, op, x):
-    """``op(x)``, its gradient and the gradient of that (elementwise ops)."""
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = op(x)
-        g = inner.gradient(y, x)
-    return y, g, outer.gradient(g, x)
-
-
 ELU_SPEC = """
 version: 1
 module: clamped
@@ -670,7 +660,7 @@ def test_clamped_guard_keeps_nan_and_finite_first_and_second_order(tf, build, dt
     assert "grad_x = upstream * tf.math.exp(x_safe)" in src  # (no where: exp(0) = 1)
     big = 1e30 if dtype == "float32" else 1e300
     x = tf.constant([float("nan"), -big, -30.0, -1e-8, 0.0, 1e-8, 30.0, big], dtype)
-    y, g, h = _two_orders(tf, module.elu, x)
+    y, g, h = two_orders(tf, module.elu, x)
     assert math.isnan(y.numpy()[0])
     assert all(map(math.isfinite, y.numpy()[1:-1])) and y.numpy()[-1] == big
     exact = [math.exp(min(v, 0.0)) for v in x.numpy()[1:]]
@@ -850,7 +840,7 @@ def test_vanishing_product_second_order_stays_finite_at_moderate_inputs(tf, buil
     """TensorFlow's MulNoNan gradient keeps the gradient function differentiable."""
     module = build(VANISHING_SPEC.format(dtype="float64"), audit=False)
     x = tf.constant([-20.0, -3.0, -0.5, 0.0, 0.5, 3.0, 20.0], tf.float64)
-    h = _two_orders(tf, module.bump, x)[2].numpy()
+    h = two_orders(tf, module.bump, x)[2].numpy()
     mpmath.mp.dps = DIGITS
     exact = [float((6 * v - 14 * v**3 + 4 * v**5) * mpmath.exp(-v**2))
              for v in map(mpmath.mpf, x.numpy())]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import GENERATED, import_source
+from tfmodes import two_orders
 
 
 @pytest.fixture(scope="module")
@@ -125,14 +126,7 @@ def test_norm_at_origin_and_at_3_4(tf, stab):
 
 def first_and_second(tf, fn, values):
     """The first and second derivatives of an elementwise ``fn`` at ``values``."""
-    x = tf.constant(values)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = fn(x)
-        g = inner.gradient(y, x)
-    return g, outer.gradient(g, x)
+    return two_orders(tf, fn, tf.constant(values))[1:]
 
 
 def test_sqrt_piecewise_first_and_second_order(tf, stab):

@@ -12,6 +12,18 @@ import numpy as np
 MODES = ("eager", "function", "function_none_dims", "graph")
 
 
+def two_orders(tf, fn, x):
+    """``fn(x)``, its gradient and the gradient of that gradient, eagerly (elementwise
+    ``fn``: each is the derivative at each point)."""
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = fn(x)
+        g = inner.gradient(y, x)
+    return y, g, outer.gradient(g, x)
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
