@@ -693,6 +693,12 @@ VANISHING = [
     # factor's argument is not a polynomial; nothing decays
     (x * exp(-x), x * exp(-x)),
     (-x / 2 * sigmoid(x), -x / 2 * sigmoid(x)),
+    # ... the numeric factors are one coefficient, as printed: (sqrt(2) / (2 sqrt(pi))) x
+    # is 0.4 x (GELU's gradient), not sqrt(2) * x times 1 / sqrt(pi)
+    (sqrt(2) * x * exp(-x**2 / 2) / (2 * sqrt(sympy.pi)),
+     sqrt(2) * x * exp(-x**2 / 2) / (2 * sqrt(sympy.pi))),
+    (sqrt(2) * sqrt(3) * x * exp(-x), mul_no_nan(sqrt(6) * x, exp(-x))),
+    (3 * x * exp(-x) / 1000, mul_no_nan(3 * x / 1000, exp(-x))),
     (exp(x) * exp(x), exp(2 * x)),
     (x**2 * sympy.cosh(x) * exp(-x), x**2 * sympy.cosh(x) * exp(-x)),
     (x * y * exp(x + y), x * y * exp(x + y)),

@@ -386,7 +386,9 @@ def _polynomial_bound(e, v):
     (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None. Terms
     never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``), and a coefficient
     below 1 counts as 1: ``x**4 / 1000`` is computed as ``x*x*x*x / 1000``, which
-    overflows where ``x**4`` does."""
+    overflows where ``x**4`` does. A Mul's numeric factors count as the one coefficient
+    the printer writes (``sqrt(2) * x / sqrt(pi)`` is bounded by ``t``, not
+    ``sqrt(2) * t``)."""
     if e.is_number:
         return sympy.Max(abs(e), 1) if e.is_real else None
     if e == v:
@@ -398,6 +400,16 @@ def _polynomial_bound(e, v):
             return S.One if isinstance(e.base, sympy.cosh) else None
         base = _polynomial_bound(e.base, v)
         return None if base is None else base**e.exp
+    if isinstance(e, sympy.Mul) and any(a.is_number for a in e.args):
+        # the printer writes a Mul's numeric factors as one coefficient, a Python float
+        # (``(0.5 * math.sqrt(2) / math.sqrt(math.pi)) * x``), except that a rational
+        # p/q multiplies by p first and divides by q last (``3.0 * x * x / 1000``)
+        coeff = sympy.Mul(*[a for a in e.args if a.is_number])
+        rest = _polynomial_bound(sympy.Mul(*[a for a in e.args if not a.is_number]), v)
+        if rest is None or not coeff.is_real:
+            return None
+        scale = abs(coeff.p) if coeff.is_Rational else abs(coeff)
+        return sympy.Max(scale, 1) * rest
     if isinstance(e, (sympy.Add, sympy.Mul, mul_no_nan)):
         parts = [_polynomial_bound(a, v) for a in e.args]
         if any(p is None for p in parts):
