@@ -404,6 +404,9 @@ def swish(x):
         d(out)/d(x) = (x*sigmoid(-x) + 1)*sigmoid(x)
 
     Stable forms and guards used:
+        absorbed_complement: c + w*sigmoid(-u) = c + w*(1 - sigmoid(u)) where sigmoid(u)
+            is computed anyway and c absorbs the complement's rounding (at most 16 eps
+            more)
         sigmoid_pow: (1 + exp(w))**-n = sigmoid(-w)**n (also (c + c*exp(w))**-n = c**-n
             * ...)
 
@@ -439,7 +442,7 @@ def _swish_vjp(x):
 
     def grad(upstream):
         # d(out)/d(x) = (x*sigmoid(-x) + 1)*sigmoid(x)  (swish.output)
-        grad_x = sigmoid_x * upstream * (x * tf.math.sigmoid(-x) + 1.0)
+        grad_x = sigmoid_x * upstream * (x * (1.0 - sigmoid_x) + 1.0)
         return grad_x
 
     return out, grad

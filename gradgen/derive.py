@@ -42,6 +42,7 @@ from .budget import BudgetExceeded, op_seconds, time_budget
 from . import shapes as sh
 from . import stability as stable
 from .stability import guards
+from .stability.cheaper import CHEAPER, absorbed_complements
 from .stability.reductions import RULES as REDUCTION_RULES
 from .stability.reductions import stabilize_reductions
 from .errors import Diagnostic, SpecError
@@ -487,7 +488,8 @@ class _Deriver:
             rewrites=tuple(
                 f"{name}: "
                 + (stable.RULES_BY_NAME[name].identity if name in stable.RULES_BY_NAME
-                   else REDUCTION_RULES.get(name) or guards.GUARDS[name])
+                   else REDUCTION_RULES.get(name) or guards.GUARDS.get(name)
+                   or CHEAPER[name])
                 for name in sorted(self.rules_used)
             ),
         )
@@ -524,8 +526,9 @@ class _Deriver:
     # ----------------------------------------------------------- reverse pieces
 
     def _finalize(self, expr, partial: bool = False):
-        """The printable form of a forward value or partial: kinks as Piecewise, and
-        guards where the formula is 0/0, inf * 0 or outside its domain (real ops)."""
+        """The printable form of a forward value or partial: kinks as Piecewise, guards
+        where the formula is 0/0, inf * 0 or outside its domain, and cheaper forms whose
+        extra error is bounded in the op's dtype (real ops)."""
         if self.p.is_complex:
             return expr
         if partial:
@@ -536,6 +539,8 @@ class _Deriver:
         expr, used = guards.guard_branches(guards.kinks_to_piecewise(expr))
         self.rules_used.update(used)
         expr, used = guards.vanishing_products(expr, self.p.dtype)
+        self.rules_used.update(used)
+        expr, used = absorbed_complements(expr, self.p.dtype)
         self.rules_used.update(used)
         return expr
 

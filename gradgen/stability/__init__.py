@@ -14,7 +14,9 @@ Layout:
 * :mod:`.families`: a module per family of identities, each with its rules.
 * :mod:`.engine`: the order rules are tried in and the fixpoint walk.
 * :mod:`.guards`: what cannot be rewritten away is guarded after differentiation
-  (zero subgradients, removable singularities, double where).
+  (zero subgradients, removable singularities, double where, vanishing products).
+* :mod:`.cheaper`: cheaper forms whose extra error is bounded in the op's dtype
+  (a complement absorbed by the constant it is added to).
 
 The README's tables and the unit tests are keyed by rule and guard names.
 """
