@@ -280,33 +280,34 @@ def _layer_norm_vjp(x):
             average = tf.reduce_mean(d * d, axis=[1], keepdims=True)
             t = average + 1e-05
             t_1 = tf.math.rsqrt(t)
-            out = d * t_1
             # d(out)/d(average) = -d/(2*(mean((-mu + x)**2, axis=[1], keepdims=True) +
             #     1e-05)**(3/2))  (layer_norm.output)
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
-            grad_average = tf.reduce_sum(
-                -0.5 * out * upstream * (1.0 / t), axis=[1], keepdims=True
+            grad_average = (-0.5 * t_1 * (1.0 / t)) * tf.reduce_sum(
+                d * upstream, axis=[1], keepdims=True
             )
             # VJP of average (mean): grad_average broadcast, divided by the count over
             #     axes [1]  (layer_norm.output)
             grad_average_arg = 0.0625 * grad_average
-            t_2 = t_1 * upstream
-            t_3 = 2.0 * mu - 2.0 * x
             # d(out)/d(mu) = -1/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) +
             #     1e-05)  (layer_norm.output)
             # d(average operand)/d(mu) = 2*mu - 2*x  (layer_norm.output)
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
-            grad_mu = tf.reduce_sum(
-                grad_average_arg * t_3 - t_2, axis=[1], keepdims=True
-            )
+            #   (the sum of grad_average_arg*(2*mu - 2*x) over axes [1] is 0, mu being
+            #     the mean of x there: left out)
+            grad_mu = (-t_1) * tf.reduce_sum(upstream, axis=[1], keepdims=True)
             # d(out)/d(x) = 1/sqrt(mean((-mu + x)**2, axis=[1], keepdims=True) + 1e-05)
             #     (layer_norm.output)
             # d(average operand)/d(x) = -2*mu + 2*x  (layer_norm.output)
             # VJP of mu (mean): grad_mu broadcast, divided by the count over axes [1]
             #     (layer_norm.where.mu)
-            grad_x = -grad_average_arg * t_3 + 0.0625 * grad_mu + t_2
+            grad_x = (
+                grad_average_arg * (-2.0 * mu + 2.0 * x)
+                + 0.0625 * grad_mu
+                + t_1 * upstream
+            )
         return grad_x
 
     return out, grad

@@ -229,6 +229,7 @@ class _Deriver:
         self.rules = stable.COMPLEX_RULES if program.is_complex else stable.RULES
         self.memory = program.memory
         self.symbol_kind = {} if program.is_complex else {"real": True}
+        self.cotangent_shape: dict = {}  # a keepdims reduction's cotangent local: shape
 
     # ------------------------------------------------------------------ helpers
 
@@ -367,6 +368,7 @@ class _Deriver:
         for o, _ in outputs:
             base = "upstream" if p.single else f"upstream_{o.name}"
             upstreams.append(self._symbol(self.scope.claim(base)))
+            self.cotangent_shape[upstreams[-1]] = o.term.shape
         state = _State()
         partial_docs: list[ir.PartialIR] = []
         vjp_docs: list[str] = []
@@ -610,21 +612,107 @@ class _Deriver:
                     break
             else:
                 groups.append((c.shape, [c]))
-        parts, comments = [], []
+        parts, comments, zero_groups = [], [], []
         for shape, members in groups:
             total = _add([m.value for m in members])
             above = [c for m in members for c in m.comments]
             comments.extend(above)
             plan = sh.reduction_plan(target_shape, shape)
+            indent = "  " if above else ""  # where it applies to the partials just above
             if not (isinstance(plan, sh.StaticReduction) and plan.is_identity):
-                # indented where it applies to the partials just above it
-                indent = "  " if above else ""
                 comments.append(indent + sh.describe_reduction(plan, target_shape, shape))
-            parts.append(_unbroadcast(total, plan, target))
+            value, dropped = self._reduced(total, plan, shape, target)
+            comments.extend(indent + line for line in dropped)
+            if value is not None:
+                parts.append(value)
+            else:
+                zero_groups.append(_unbroadcast(total, plan, target))
+        if not parts and not narrow:  # every group sums to 0: keep one (the shape)
+            parts = zero_groups[:1]
         for c in narrow:  # a part of the target's shape broadcasts the others in the sum
             parts.append(c.value if parts else c.wide)
         comments.extend(line for c in narrow for line in c.comments)
         return _add(parts), tuple(comments)
+
+    def _reduced_axes(self, total, plan, shape: sh.Shape):
+        """``(axes, constant)`` for a static reduction of ``total`` (of ``shape``) that
+        only keeps dims, where every symbol's shape is known and of ``shape``'s rank:
+        ``constant(e)`` says whether ``e`` is constant (size 1) along the axes. Else
+        None."""
+        if not (isinstance(total, sympy.Expr) and isinstance(plan, sh.StaticReduction)
+                and plan.keep_axes and not plan.drop_axes and not sh.has_batch(shape)):
+            return None
+        shapes = {}
+        for s in total.free_symbols:
+            s_shape = self.shape_of.get(s, self.cotangent_shape.get(s))
+            if s_shape is None or sh.has_batch(s_shape) or len(s_shape) != len(shape):
+                return None
+            shapes[s] = s_shape
+        axes = tuple(sorted(plan.keep_axes))
+
+        def constant(e) -> bool:
+            return all(shapes[s][a] == 1 for s in e.free_symbols for a in axes)
+
+        return axes, constant
+
+    def _reduced(self, total, plan, shape: sh.Shape, target) -> tuple[ir.Value, list]:
+        """``unbroadcast(total)`` to ``target``, the sum over the reduced axes made
+        cheaper where that is exact, for a static reduction that keeps dims:
+
+        * terms whose sum is exactly 0 are dropped: ``C * V`` with ``C`` constant along
+          the axes and ``V`` linear in an ``x`` whose mean over exactly those axes is a
+          forward local ``mu`` (keepdims), with ``V = 0`` at ``x = mu`` (the sum is ``C *
+          n * V(mu) = 0``, as ``sum(x - mu) = n mu - n mu``). Layer norm's ``d(mu)`` has
+          one (``g_var * (2 mu - 2 x)``); as computed, its value is rounding noise. The
+          identity behind the hand-written layer-norm gradient ``rstd * (g - mean(g) -
+          y * mean(g * y))``;
+        * a single term's factors constant along the axes multiply the sum instead of
+          each element (``-t * sum(g)``, not ``sum(-t * g)``: one pass over the tensor
+          less without XLA).
+
+        Never every factor (a constant summed over broadcast axes is ``n`` times
+        itself). Returns the value, None where every term sums to 0, and a comment line
+        per term left out.
+        """
+        found = self._reduced_axes(total, plan, shape)
+        if found is None:
+            return _unbroadcast(total, plan, target), []
+        axes, constant = found
+        means = {
+            n.args[0]: n.symbol for n in self.nodes
+            if n.op == "mean" and n.param("keepdims") and n.args[0].is_Symbol
+            and tuple(sorted(n.param("axes"))) == axes
+        }
+
+        def zero_sum(term):  # the x whose mean makes the term's sum 0, or None
+            varying = sympy.Mul(*[f for f in sympy.Mul.make_args(term) if not constant(f)])
+            xs = [x for x in varying.free_symbols if x in means]
+            if len(xs) != 1:
+                return None
+            poly = guards._poly(varying, xs[0])
+            if poly is None or poly.degree() != 1 or not all(
+                    constant(c) for c in poly.all_coeffs()):
+                return None
+            return xs[0] if sympy.expand(varying.subs(xs[0], means[xs[0]])) == 0 else None
+
+        terms = sympy.Add.make_args(total)
+        zeros = {t: zero_sum(t) for t in terms}
+        kept = [t for t in terms if zeros[t] is None]
+        dropped = [
+            _shorten(f"(the sum of {self._show(t)} over axes {list(axes)} is 0, "
+                     f"{self._show(means[zeros[t]])} being the mean of "
+                     f"{self._show(zeros[t])} there: left out)")
+            for t in terms if t not in kept
+        ]
+        if not kept:
+            return None, dropped
+        total = sympy.Add(*kept)
+        factors = sympy.Mul.make_args(total)
+        scale = sympy.Mul(*[f for f in factors if constant(f)])
+        rest = sympy.Mul(*[f for f in factors if not constant(f)])
+        if scale == 1 or rest == 1 or scale.is_number:
+            return _unbroadcast(total, plan, target), dropped
+        return ir.Call("mul", (scale, _unbroadcast(rest, plan, target))), dropped
 
     def _forward_call(self, node: TensorNode, args: tuple) -> ir.Call:
         """The TensorFlow call that computes a node in the forward pass."""
@@ -832,6 +920,7 @@ class _Deriver:
             else:
                 ga = self._symbol(self.scope.claim(f"grad_{name}_{side}"))
                 state.backward.append((ga.name, value, (comment,)))
+            self.cotangent_shape[ga] = narrow_shape
             wide = []  # the broadcast cotangent, made once where a partial needs it
 
             def widened():
