@@ -280,12 +280,13 @@ def _layer_norm_vjp(x):
             average = tf.reduce_mean(d * d, axis=[1], keepdims=True)
             t = average + 1e-05
             t_1 = tf.math.rsqrt(t)
+            out = d * t_1
             # d(out)/d(average) = -d/(2*(mean((-mu + x)**2, axis=[1], keepdims=True) +
             #     1e-05)**(3/2))  (layer_norm.output)
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
-            grad_average = (-0.5 * t_1 * (1.0 / t)) * tf.reduce_sum(
-                d * upstream, axis=[1], keepdims=True
+            grad_average = tf.reduce_sum(
+                -0.5 * out * upstream * (1.0 / t), axis=[1], keepdims=True
             )
             # VJP of average (mean): grad_average broadcast, divided by the count over
             #     axes [1]  (layer_norm.output)
