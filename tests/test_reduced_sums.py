@@ -7,6 +7,8 @@ TensorFlow's float64 autodiff of the same formula.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -41,6 +43,11 @@ def test_layer_norm_d_mu_leaves_out_the_term_that_sums_to_zero(tmp_path):
     # d(mu) is -rstd * sum(upstream): no (2 mu - 2 x) term summed, the constant outside
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("grad_mu ="))
     assert "mu" not in line.split("=", 1)[1] and "reduce_sum(upstream" in line, line
+    # ... and the gradient keeps no full-size forward value alive but the output
+    # (rstd * sum(d * g) would keep d: +1 tensor per layer with memory: save)
+    code = [ln for ln in text[text.index("def grad("):].splitlines()
+            if not ln.strip().startswith("#")]
+    assert not re.search(r"\bd\b", "\n".join(code)), "\n".join(code)
 
 
 @pytest.mark.parametrize("output, inputs, where", [
