@@ -19,6 +19,7 @@ from gradgen.stability.cheaper import MAX_EXTRA_EPS, absorbed_complements
 x = sympy.Symbol("x", real=True)
 y = sympy.Symbol("y", real=True)
 s, sm = sigmoid(x), sigmoid(-x)
+sqrt2 = sympy.sqrt(2)
 
 ABSORBED = [
     # swish's gradient, and swish with beta: the complement is added to 1 with the sign
@@ -29,6 +30,21 @@ ABSORBED = [
     (x + s * (x * sm + 1), {"float32", "float16", "bfloat16"}),
     # w / c smaller: the bound is smaller (x/4 peaks at 4 eps: float64 too)
     (s * (x * sm / 4 + 1), {"float32", "float16", "bfloat16", "float64"}),
+    # irrational coefficients (the 50-digit check crashed on sqrt(2): "cannot create
+    # mpf from sqrt(2)")
+    (sigmoid(sqrt2 * x) * (sqrt2 * x * sigmoid(-sqrt2 * x) + 1),
+     {"float32", "float16", "bfloat16"}),
+    (sigmoid(x / sqrt2) * (x * sigmoid(-x / sqrt2) / sqrt2 + 1),
+     {"float32", "float16", "bfloat16"}),
+    # a quadratic w: max of u**2/64 on (0, 15.9] is 4 (float32); u + 3 reaches 18.9 at
+    # u = 15.9 in float32, 9.9 at 6.9 in float16 (the bound is checked at the ends and
+    # where the derivative is 0, not on a grid)
+    (s * (x**2 * sm / 64 + 1), {"float32", "float16", "bfloat16"}),
+    (s * ((x + 3) * sm + 1), {"float16", "bfloat16"}),
+    # u not linear: left alone (u > 0 only in a window around x = 100 that a grid of
+    # points missed, and the bound there is 100 eps)
+    (sigmoid(15 - 1000 * (x - 100) ** 2) * (1 + x * sigmoid(1000 * (x - 100) ** 2 - 15)),
+     set()),
     # a faster-growing w: x**3 * min(eps, exp(-x)) peaks at 4000 eps in float32
     (s * (x**3 * sm + 1), set()),
     # where the complement is inaccurate (x > 0) the term cancels against c
@@ -57,6 +73,17 @@ def test_absorbed_complements(expr, applies_in, dtype):
         assert not out.has(sm) and sympy.simplify((out - expr).rewrite(sympy.exp)) == 0
     else:
         assert (out, used) == (expr, ())
+
+
+def test_an_irrational_coefficient_builds(tmp_path):
+    """x * sigmoid(sqrt(2) * x) was a traceback (exit 123) from the bound's check."""
+    from gradgen.emit import generate
+
+    path = tmp_path / "s.yaml"
+    path.write_text(SWISH_SPEC.format(dtype="float32").replace(
+        "x * sigmoid(x)", "x * sigmoid(sqrt(2) * x)"))
+    text = generate([str(path)], str(tmp_path))["cheap_float32.py"]
+    assert "absorbed_complement" in text
 
 
 SWISH_SPEC = """
