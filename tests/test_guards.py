@@ -699,6 +699,9 @@ VANISHING = [
      sqrt(2) * x * exp(-x**2 / 2) / (2 * sqrt(sympy.pi))),
     (sqrt(2) * sqrt(3) * x * exp(-x), mul_no_nan(sqrt(6) * x, exp(-x))),
     (3 * x * exp(-x) / 1000, mul_no_nan(3 * x / 1000, exp(-x))),
+    # at the rest's first overflow the exact product is a hair below the largest float
+    # (10**30 * x against the printed 1e30 * x): it rounds to the largest or to inf
+    (10**30 * x * sigmoid(-(10**30) * x), mul_no_nan(10**30 * x, sigmoid(-(10**30) * x))),
     (exp(x) * exp(x), exp(2 * x)),
     (x**2 * sympy.cosh(x) * exp(-x), x**2 * sympy.cosh(x) * exp(-x)),
     (x * y * exp(x + y), x * y * exp(x + y)),

@@ -489,6 +489,10 @@ def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
     if fmt is None:
         return False
     top, tiny = mpmath.mpf(fmt.largest), mpmath.mpf(fmt.tiny)
+    # at least the largest finite number once rounded: the bound's coefficients are the
+    # printed floats, so at its first overflow the exact product can be a hair below
+    # (10**30 * x against 1e30 * x), and there it rounds to the largest or to inf anyway
+    edge = top * (1 - mpmath.mpf(2) ** -fmt.precision)
     coeffs = [abs(mpmath.mpf(float(c))) for c in sympy.Poly(bound, v).all_coeffs()]
     size = lambda t: mpmath.polyval(coeffs, t)  # noqa: E731 - increasing in t >= 0
     with mpmath.workdps(50):
@@ -508,7 +512,7 @@ def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
                     value = abs(product(x))
                 except (OverflowError, ZeroDivisionError, ValueError, TypeError):
                     return False
-                if not (value < tiny or value >= top):
+                if not (value < tiny or value >= edge):
                     return False
     return True
 
