@@ -21,7 +21,7 @@ from __future__ import annotations
 import mpmath
 import sympy
 
-from ..functions import sigmoid
+from ..functions import mul_no_nan, sigmoid
 from .audit import formats
 from .guards import _bottom_up, _poly
 
@@ -117,7 +117,9 @@ def absorbed_complements(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]
     ``sigmoid(u)`` also occurs in ``expr`` (so the complement costs one subtraction, not
     a second sigmoid), ``c`` is a nonzero number, ``w`` is a polynomial in ``v`` (not
     constant) and ``u`` a linear one, and :func:`_absorbed` proves the bound in
-    ``dtype``.
+    ``dtype``; also ``c + mul_no_nan(w, sigmoid(-u))`` (where :func:`.guards.
+    vanishing_products` guarded a ``w`` that can overflow: ``x * sigmoid(2 * x)``'s
+    ``2 x``) -> ``c + mul_no_nan(w, 1 - sigmoid(u))``.
 
     Swish's gradient ``sigmoid(x) * (x * sigmoid(-x) + 1)`` becomes ``sigmoid(x) * (x *
     (1 - sigmoid(x)) + 1)`` in float32 (at most 15.9 eps more, at x = 15.9; 7.5 eps worst
@@ -140,20 +142,33 @@ def absorbed_complements(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]
         if not isinstance(e, sympy.Add) or len(e.args) != 2 or len(e.free_symbols) != 1:
             return None
         c, t = e.as_coeff_Add()
-        if not (c.is_Number and c != 0 and isinstance(t, sympy.Mul)):
+        if not c.is_Number or c == 0:
             return None
-        sigmoids = [f for f in t.args if isinstance(f, sigmoid) and -f.args[0] in present]
-        if len(sigmoids) != 1:
+        guarded = isinstance(t, mul_no_nan)  # mul_no_nan(w, sigmoid(-u)): vanishing_product
+        if guarded:
+            w_expr, sig = t.args
+            if not isinstance(sig, sigmoid) or -sig.args[0] not in present:
+                return None
+        elif isinstance(t, sympy.Mul):
+            sigmoids = [f for f in t.args if isinstance(f, sigmoid) and -f.args[0] in present]
+            if len(sigmoids) != 1:
+                return None
+            sig = sigmoids[0]
+            w_expr = t / sig
+        else:
             return None
         (v,) = e.free_symbols
-        u = -sigmoids[0].args[0]
-        w, u_poly = _polynomial(t / sigmoids[0], v), _polynomial(u, v)
+        u = -sig.args[0]
+        w, u_poly = _polynomial(w_expr, v), _polynomial(u, v)
         if w is None or u_poly is None or w.degree() < 1 or u_poly.degree() != 1:
             return None
         if not _absorbed(c, w, u_poly, fmt):
             return None
         used.add("absorbed_complement")
-        return c + (t / sigmoids[0]) * (1 - sigmoid(u))
+        # guarded: 1 - sigmoid(u) is 0 wherever sigmoid(-u) underflowed to 0 (s rounds to
+        # 1 once exp(-u) < eps / 2), so the guard still gives 0 where w overflows
+        complement = 1 - sigmoid(u)
+        return c + (mul_no_nan(w_expr, complement) if guarded else w_expr * complement)
 
     out = _bottom_up(expr, fix)
     return out, tuple(sorted(used))
