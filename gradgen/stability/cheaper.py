@@ -89,16 +89,14 @@ def _absorbed(c, w, u, fmt) -> bool:
         t = sympy.Dummy("u")
         (v,) = u.gens
         a, b = u.all_coeffs()
+        poly_w = sympy.Poly(w.as_expr().subs(v, (t - b) / a), t)
         try:
-            big_w = [_mpf(k) for k in sympy.Poly(w.as_expr().subs(v, (t - b) / a), t).all_coeffs()]
+            big_w, dw, w_minus = ([_mpf(k) for k in q.all_coeffs()]
+                                  for q in (poly_w, poly_w.diff(t), poly_w.diff(t) - poly_w))
             cc = abs(_mpf(c))
-            dw = [k * (len(big_w) - 1 - i) for i, k in enumerate(big_w[:-1])]  # W'
-            w_minus = [-k for k in big_w]
-            for i, k in enumerate(reversed(dw)):  # W' - W, highest first
-                w_minus[len(w_minus) - 1 - i] += k
             zeros = _candidates(big_w, mpmath.mpf(0))
             near = [mpmath.mpf(0), big_l] + _candidates(dw, mpmath.mpf(0), big_l)
-            far = [big_l] + _candidates(w_minus, big_l)
+            far = [big_l] + _candidates(w_minus, big_l)  # W' - W: where W exp(-u) peaks
         except (ValueError, TypeError, mpmath.libmp.NoConvergence):
             return False
         value = lambda x: mpmath.polyval(big_w, x)  # noqa: E731
