@@ -229,7 +229,7 @@ class _Deriver:
         self.rules = stable.COMPLEX_RULES if program.is_complex else stable.RULES
         self.memory = program.memory
         self.symbol_kind = {} if program.is_complex else {"real": True}
-        self.cotangent_shape: dict = {}  # a keepdims reduction's cotangent local: shape
+        self.cotangent_shape: dict = {}  # cotangent symbols (upstreams, keepdims ones): shape
 
     # ------------------------------------------------------------------ helpers
 
