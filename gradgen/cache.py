@@ -65,10 +65,20 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _json(value) -> str:
+    """``value`` as compact JSON, its mappings in their own order: the order of an op's
+    inputs and outputs is its function's signature and return tuple, so two payloads
+    that differ only in it must not share a key (sorting the keys made a spec with
+    inputs ``{y, x}`` read the entry of ``{x, y}`` and generate ``f(x, y)``). The order
+    is the spec's (YAML mappings keep it) and pydantic's field order, the same in every
+    run."""
+    return json.dumps(value, sort_keys=False, separators=(",", ":"))
+
+
 def key(kind: str, payload) -> str:
-    """A cache key for ``payload`` (any JSON-serializable value) of the given kind."""
-    text = json.dumps({"kind": kind, "code": fingerprint(), "payload": payload},
-                      sort_keys=True, separators=(",", ":"))
+    """A cache key for ``payload`` (any JSON-serializable value) of the given kind; the
+    order of its mappings counts (see :func:`_json`)."""
+    text = _json({"kind": kind, "code": fingerprint(), "payload": payload})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -80,8 +90,7 @@ MAX_ENTRY_BYTES = 64 << 20
 
 
 def _checksum(k: str, value) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(f"{k}:{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{k}:{_json(value)}".encode()).hexdigest()
 
 
 def get(k: str):

@@ -3,6 +3,7 @@ for changed ones, and corrupt entries ignored."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -63,6 +64,57 @@ def test_corrupt_entries_are_misses(cached, monkeypatch):
     for entry in (cached / "cache").rglob("*.json"):
         entry.write_text("{not json")
     assert generate([spec], str(cached / "out")) == expected
+
+
+_ORDERED = """\
+version: 1
+module: ordered
+ops:
+  - name: scaled
+    inputs: {x: [null], y: [null]}
+    output: x * exp(y)
+  - name: pair
+    inputs: {p: [3], q: [3]}
+    where: {u: p * q, v: p + q}
+    outputs: {first: u * v, second: u - v}
+"""
+# the same ops with their inputs, intermediates and outputs in the other order
+_REORDERED = (_ORDERED.replace("{x: [null], y: [null]}", "{y: [null], x: [null]}")
+              .replace("{p: [3], q: [3]}", "{q: [3], p: [3]}")
+              .replace("{u: p * q, v: p + q}", "{v: p + q, u: p * q}")
+              .replace("{first: u * v, second: u - v}", "{second: u - v, first: u * v}"))
+
+
+def test_order_of_inputs_and_outputs_is_part_of_the_key(cached, monkeypatch):
+    """An op's inputs are its signature and its outputs its return tuple: a spec that
+    lists them in another order is another op. The key once sorted the spec's mappings,
+    so with the first spec's entries cached the second generated ``scaled(x, y)`` for
+    ``inputs: {y, x}`` (arguments silently swapped) and returned ``(first, second)``."""
+    for text, other in ((_ORDERED, _REORDERED), (_REORDERED, _ORDERED)):
+        spec = cached / "ordered.yaml"
+        spec.write_text(other)
+        monkeypatch.setenv("GRADGEN_CACHE", "0")
+        expected = generate([str(spec)], str(cached / "out"))
+        monkeypatch.setenv("GRADGEN_CACHE", "1")
+        spec.write_text(text)
+        generate([str(spec)], str(cached / "out"))  # caches the ops in text's order
+        spec.write_text(other)
+        assert generate([str(spec)], str(cached / "out")) == expected
+    (module,) = expected.values()  # the last: _ORDERED
+    assert "def scaled(x, y):" in module and "def pair(p, q):" in module
+    assert "return (first, second), grad" in module
+
+
+def test_an_entry_edited_only_in_its_order_is_a_miss(cached):
+    """The checksum covers the order of the stored mappings as well as their contents."""
+    k = cache.key("op", {"a": 1})
+    cache.put(k, {"first": 1, "second": 2})
+    assert cache.get(k) == {"first": 1, "second": 2}
+    (path,) = (cached / "cache").rglob("*.json")
+    entry = json.loads(path.read_text())
+    entry["value"] = {"second": 2, "first": 1}
+    path.write_text(json.dumps(entry))
+    assert cache.get(k) is None
 
 
 def test_fingerprint_covers_subpackages_and_templates():
