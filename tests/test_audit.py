@@ -9,6 +9,7 @@ import json
 import math
 import os
 import textwrap
+import time
 from pathlib import Path
 
 import mpmath
@@ -749,6 +750,37 @@ def test_an_audit_out_of_time_is_reported_not_run(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.001")
     assert audit_in_budget(op, views) == Audit(
         "slow", "float32", skipped="out of the per-op time budget (GRADGEN_OP_TIMEOUT)")
+
+
+def test_an_audit_out_of_time_is_not_cached(tmp_path, monkeypatch):
+    """Whether the audit finishes in time depends on the machine and its load, which the
+    cache key does not hold: a build that ran out of time must not make every later
+    build (on any machine sharing the cache) say "not run" for an op that audits in a
+    fraction of a second. Fails when the timed-out entry is cached."""
+    import gradgen.stability.audit as audit_module
+    from gradgen.emit import generate
+
+    monkeypatch.setenv("GRADGEN_CACHE", "1")
+    monkeypatch.setenv("GRADGEN_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "timed.yaml"
+    spec.write_text("version: 1\nmodule: timed\nops:\n  - name: sp\n"
+                    "    inputs: {x: [null]}\n    output: log(1 + exp(x))\n")
+    original = audit_module.audit_op
+
+    def slow(*args, **kwargs):
+        time.sleep(10)  # interrupted by the 2 s budget
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "audit_op", slow)
+    monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "2")
+    (first,) = generate([str(spec)], str(tmp_path)).values()
+    assert "not run" in first or "time budget" in first
+    monkeypatch.setattr(audit_module, "audit_op", original)
+    monkeypatch.delenv("GRADGEN_OP_TIMEOUT")
+    (second,) = generate([str(spec)], str(tmp_path)).values()
+    monkeypatch.setenv("GRADGEN_CACHE", "0")
+    (uncached,) = generate([str(spec)], str(tmp_path)).values()
+    assert second == uncached and "Accuracy audit" in second
 
 
 # kernel -> its values at (-inf, inf, nan), as IEEE and TensorFlow's kernels give them

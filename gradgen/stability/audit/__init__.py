@@ -33,6 +33,9 @@ from .reference import Reference
 from .sample import sample
 
 MAX_EXAMPLES = 3  # failing points kept per target
+# Audit.skipped of an audit that ran out of GRADGEN_OP_TIMEOUT: a result of the machine's
+# speed and load, not of the op, so never cached (gradgen.emit).
+OUT_OF_TIME = "out of the per-op time budget (GRADGEN_OP_TIMEOUT)"
 
 
 @dataclass(frozen=True)
@@ -172,5 +175,4 @@ def audit_in_budget(op: ir.OpIR, views) -> Audit:
     except BudgetExceeded as e:
         if e.budget is not budget:
             raise  # the build's budget ran out: the build reports it
-        return Audit(op.name, op.dtype,
-                     skipped="out of the per-op time budget (GRADGEN_OP_TIMEOUT)")
+        return Audit(op.name, op.dtype, skipped=OUT_OF_TIME)
