@@ -1194,18 +1194,6 @@ def _node_text(node: TensorNode, args: list[str]) -> str:
     return f"{node.op}({args[0]})"  # transpose, inverse, det, trace: one operand
 
 
-def _chain(base, n: int):
-    """``base**n`` (n >= 1) by repeated squaring: a product of Square(...) steps."""
-    factors, square = [], base
-    while n:
-        if n & 1:
-            factors.append(square)
-        n >>= 1
-        if n:
-            square = fn.Square(square)
-    return sympy.Mul(*factors)
-
-
 def _ratio_powers(e):
     """``a**p * b**-q`` (p, q >= 2) as ``Ratio(a, b)**m * a**(p - m) * b**-(q - m)``,
     ``m = min(p, q)``, pairing the highest powers first: the forward as the user wrote
@@ -1246,13 +1234,13 @@ def _cheap_forms(expr, chains: bool):
         if isinstance(e, sympy.Pow) and e.exp.is_Rational and not e.base.is_number:
             p, q = int(e.exp.p), int(e.exp.q)
             if q == 1 and p >= 2:
-                return _chain(e.base, p)
+                return fn.squarings(e.base, p)
             if q == 1 and p <= -2:
-                return _chain(fn.Recip(e.base), -p)
+                return fn.squarings(fn.Recip(e.base), -p)
             if q == 2 and abs(p) >= 3:
                 half = sympy.Pow(e.base, sympy.Rational(1 if p > 0 else -1, 2))
                 base = e.base if p > 0 else fn.Recip(e.base)
-                return sympy.Mul(_chain(base, abs(p) // 2), half)
+                return sympy.Mul(fn.squarings(base, abs(p) // 2), half)
         return None
 
     expr = guards._bottom_up(expr, _ratio_powers)

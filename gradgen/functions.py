@@ -470,6 +470,20 @@ class Square(_Unary):
         return self.args[0].is_real or None
 
 
+def squarings(base, n: int):
+    """``base**n`` (n >= 1) by repeated squaring: a product of :class:`Square` steps
+    (``x**12 = Square(Square(Square(x))) * Square(Square(x))``), which SymPy keeps as
+    they are (``(x*y)**2`` would become ``x**2 * y**2``)."""
+    factors, square = [], base
+    while n:
+        if n & 1:
+            factors.append(square)
+        n >>= 1
+        if n:
+            square = Square(square)
+    return sympy.Mul(*factors)
+
+
 class Recip(_Unary):
     """``1 / x`` as one opaque step (SymPy would merge ``1/x`` into neighbouring powers of
     ``x``, undoing the squaring chains built from it)."""

@@ -7,6 +7,7 @@ import stat
 import time
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -396,3 +397,62 @@ def test_module_builtins_cover_every_builtin_generated_code_calls():
     # builtins._ to the last value shown)
     used -= {"None", "True", "False", "_"}
     assert used <= MODULE_BUILTINS, used - MODULE_BUILTINS
+
+
+# op -> (dtype, its value as an mpmath function, points where a Taylor polynomial on a
+# fixed interval |x| <= h was used far outside its accuracy)
+_SCALED_SINGULARITIES = {
+    "sinc_k": ("float32", "sin(100*x) / x", lambda x: mpmath.sin(100 * x) / x,
+               [(0.1,), (0.05,), (0.01,), (0.003,), (1e-3,), (1e-7,)]),
+    "sinc_xy": ("float64", "sin(x*y) / x", lambda x, y: mpmath.sin(x * y) / x,
+                [(0.04, 1000.0), (0.04, 100.0), (1e-9, 3.0), (1e-3, 100.0), (3.0, 1e-9),
+                 (1e-20, 1e15), (-0.02, 7.0)]),
+    "log1p_ratio": ("float64", "log1p(x*y) / x", lambda x, y: mpmath.log1p(x * y) / x,
+                    [(0.04, 24.0), (1e-9, 3.0), (1e-3, 100.0), (0.01, -50.0)]),
+    # a function of x*(y + 2), the series' scale found by factoring (y + 2)**2
+    "one_minus_cos": ("float64", "(1 - cos(x*(y + 2))) / x**2",
+                      lambda x, y: (1 - mpmath.cos(x * (y + 2))) / x**2,
+                      [(0.04, 998.0), (1e-6, 1.0), (0.003, -30.0), (2e-8, 1e6)]),
+    # no one scale: the formula (its limit at 0 alone), accurate away from 0
+    "two_scales": ("float64", "sin(x) / x + sin(x*y) / x",
+                   lambda x, y: mpmath.sin(x) / x + mpmath.sin(x * y) / x,
+                   [(0.04, 1000.0), (0.5, 3.0), (-0.3, 20.0)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCALED_SINGULARITIES))
+def test_removable_singularities_of_scaled_arguments(tf, build, name):
+    """The Taylor polynomial at a removable singularity was used on |x| <= 0.14 (float32)
+    or 0.05 (float64) whatever the scale of x in the formula: sin(100*x)/x was -13075
+    at x = 0.1 (exact -5.44), sin(x*y)/x -2.45e11 at x = 0.04, y = 1000 (exact 18.6),
+    log1p(x*y)/x 17.50 at x = 0.04, y = 24 (exact 16.82). Found by a fresh-user review.
+    Values and gradients against 50 digits."""
+    dtype, text, reference, points = _SCALED_SINGULARITIES[name]
+    inputs = "{x: [null]}" if "y" not in text else "{x: [null], y: [null]}"
+    module = build(spec(f"  - name: {name}\n    dtype: {dtype}\n    inputs: {inputs}\n"
+                        f"    output: {text}\n").replace("module: m", f"module: {name}"),
+                   audit=False)
+    # (the formula just outside the interval keeps its cancellation: 1.3e-11 for the
+    # gradient of (1 - cos(u))/x**2 at u = 0.084 in float64)
+    tol = 2e-6 if dtype == "float32" else 1e-10
+    for point in points:
+        args = [tf.constant([p], getattr(tf, dtype)) for p in point]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = getattr(module, name)(*args)
+        grads = tape.gradient(out, args)
+        with mpmath.workdps(50):
+            at = [mpmath.mpf(p) for p in point]
+            exact = reference(*at)
+            partials = [mpmath.diff(reference, at, tuple(int(i == j) for i in range(len(at))))
+                        for j in range(len(at))]
+        assert abs(float(out[0]) - float(exact)) <= tol * abs(float(exact)), point
+        for got, want in zip(grads, partials):
+            assert abs(float(got[0]) - float(want)) <= tol * abs(float(want)) + 1e-300, point
+    if name == "two_scales":  # at x = 0 itself: the limit 1 + y, and no NaN
+        args = [tf.constant([0.0], tf.float64), tf.constant([3.0], tf.float64)]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = module.two_scales(*args)
+        assert float(out[0]) == 4.0
+        assert all(np.isfinite(g.numpy()).all() for g in tape.gradient(out, args))

@@ -10,7 +10,9 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   norms at the origin. Elsewhere the value is unchanged.
 * :func:`removable_singularities`: where a value has a pole factor ``v**(-n)`` in a real
   input ``v`` but a finite limit as ``v -> 0`` (``sin(x)/x``, ``expm1(x)/x`` and their
-  derivatives), the limit (computed by SymPy) is used at ``v = 0``.
+  derivatives), its Taylor polynomial is used near ``v = 0``, on an interval scaled to
+  the formula (``sin(100*x)/x``, ``sin(x*y)/x``: :func:`taylor_plan`); where no interval
+  fits every value of the other inputs, the limit (computed by SymPy) at ``v = 0``.
 * :func:`kinks_to_piecewise`: ``Heaviside`` becomes a Piecewise (printable).
 * :func:`guard_branches`: the "double where". ``tf.where`` evaluates both branches,
   and a NaN or inf in the branch that is not selected poisons the gradient (its
@@ -47,6 +49,7 @@ from ..functions import (
     mul_no_nan,
     sigmoid,
     softplus,
+    squarings,
     xdivy,
     xlog1py,
     xlogy,
@@ -223,6 +226,129 @@ def _pole_order(expr, v) -> int:
     return int(sympy.ceiling(max(orders))) if orders else 0
 
 
+def _series(expr, v, order: int):
+    """``expr``'s Taylor coefficients at v = 0 up to ``v**(order - 1)`` as {power: c}
+    (powers with c = 0 left out), or None where SymPy cannot expand it."""
+    try:
+        series = sympy.series(_standard(expr), v, 0, order).removeO()
+        return {m[0]: c for m, c in sympy.Poly(series, v).terms()}
+    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError,
+            RecursionError):
+        return None
+
+
+# Terms of the series past the polynomial's degree that bound its truncation error.
+TAIL_TERMS = 6
+
+
+def _scale_variable(ratios: dict, r: int):
+    """``w`` (an expression in the other inputs, or 1) with every ratio ``rho_j`` a
+    number times ``w**(j - r)``, and those numbers; or None.
+
+    ``sin(x*y)/x`` = ``y (1 - (x y)**2/6 + ...)``: the ratios ``-y**2/6, y**4/120, ...``
+    are numbers times powers of ``w = y``, so the function is ``y`` times a function of
+    ``u = x*y``, whose series has number coefficients."""
+    nonzero = sorted(j for j, rho in ratios.items() if rho != 0)
+    if not nonzero:
+        return S.One, {}
+    j1 = nonzero[0]
+    _, rest = sympy.factor(ratios[j1]).as_coeff_Mul()
+    if rest == 1:
+        w = S.One
+    else:
+        # a candidate (the sign of a root is free: the check below decides); it must
+        # be real for every real value of the inputs (sqrt(y) is not: ratios -y/6,
+        # y**2/120 would make the polynomial NaN for y < 0)
+        w = sympy.powdenest(rest ** sympy.Rational(1, j1 - r), force=True)
+        if not w.free_symbols or w.is_real is not True:
+            return None
+    numbers = {}
+    for j, rho in ratios.items():
+        q = sympy.simplify(rho / w ** (j - r))
+        if not q.is_number or q.is_real is not True:
+            return None
+        numbers[j] = q
+    return w, numbers
+
+
+def _horner_in(coefficients: dict, u):
+    """``1 + sum_i c_i u**i`` (i >= 1, numbers c_i) in Horner form in ``u``, its powers
+    as squarings (:func:`gradgen.functions.squarings`: a power of the product ``u =
+    x*y`` would be distributed into ``x**n * y**n``, which overflows where ``u`` is small
+    and ``y`` large)."""
+    powers = sorted((i for i, c in coefficients.items() if c != 0), reverse=True)
+    if not powers:
+        return S.One
+    result = coefficients[powers[0]]
+    for high, low in zip(powers, powers[1:]):
+        result = result * squarings(u, high - low) + coefficients[low]
+    return 1 + result * squarings(u, powers[-1])
+
+
+def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
+    """How :func:`removable_singularities` fills in ``expr``'s removable singularity at
+    v = 0: ``(h, w, polynomial)``, the Taylor polynomial of ``degree`` used where
+    ``|v * w| <= h`` (``w`` 1, or an expression in the other inputs), with ``h`` a
+    2-digit SymPy Float; or None where no such interval is right.
+
+    ``h0 = eps**(1/(m + 1 + k))`` (``m`` the degree, ``k`` the pole's order, ``eps`` the
+    dtype's unit roundoff) balances truncation against the formula's cancellation for a
+    function of unit scale in v (``sin(x)/x``). Write the series as
+    ``c_r v**r (1 + sum_j q_j (v w)**(j - r))`` (``c_r v**r`` its first term, ``q_j``
+    numbers; :func:`_scale_variable`): a function of ``s * v * w`` has both errors of the
+    unit-scale function at ``s * v * w``, so the interval is ``|v w| <= h0 / s``, ``s``
+    the largest ``|q_j|**(1/(j - r))``, at least 1 (never wider than ``h0``).
+    ``sin(100*x)/x`` has s = 100/sqrt(6), so h = 0.0034 in float32 (h0 = 0.14 gave -13075
+    for -5.44 at x = 0.1); ``sin(x*y)/x`` is used where ``|x y| <= 0.14`` (a fixed
+    interval in x gave -2.45e11 for 18.6 at x = 0.04, y = 1000 in float64). Then ``h``
+    is halved until the tail ``sum_j |q_j| h**(j - r)`` over the next
+    :data:`TAIL_TERMS` terms, the relative truncation error, is at most
+    ``eps**((m + 1)/(m + 1 + k))``. Where ``w`` is not 1 the polynomial is
+    ``c_r v**r Q(v w)``, ``Q`` in Horner form with number coefficients (its
+    coefficients in ``y``, ``y**7/5040``, would overflow for large ``y``).
+
+    None where the ratios are not numbers times powers of one expression (no interval
+    fits every value of the other inputs) or a coefficient ``q_j`` of the polynomial is
+    above the square root of the dtype's largest number (it would overflow).
+    ``polynomial``: ``expr``'s Taylor polynomial in v where the caller has it.
+    """
+    coefficients = _series(expr, v, degree + 1 + TAIL_TERMS)
+    if not coefficients:
+        return None
+    r = min(coefficients)
+    ratios = {j: sympy.simplify(c / coefficients[r])
+              for j, c in coefficients.items() if j > r}
+    found = _scale_variable(ratios, r)
+    if found is None:
+        return None
+    w, numbers = found
+    magnitude = {j: abs(float(q)) for j, q in numbers.items()}
+    if any(q > formats.get(dtype).largest ** 0.5 for j, q in magnitude.items() if j <= degree):
+        return None
+    eps = EPSILON[dtype]
+    k = _pole_order(expr, v)
+    h0 = eps ** (1.0 / (degree + 1 + k))
+    scale = max([1.0] + [q ** (1.0 / (j - r)) for j, q in magnitude.items()
+                         if j <= degree + 1 and q > 0])
+    target = eps ** ((degree + 1.0) / (degree + 1 + k))
+    h = sympy.Float(f"{h0 / scale:.2g}")
+    for _ in range(60):
+        tail = sum(q * float(h) ** (j - r) for j, q in magnitude.items() if j > degree)
+        if tail <= target:
+            break
+        h = sympy.Float(f"{float(h) / 2:.2g}")
+    else:
+        return None
+    if w == 1:
+        polynomial = polynomial if polynomial is not None else _taylor(expr, v, degree)
+    else:
+        q_of_u = {j - r: q for j, q in numbers.items() if j <= degree}
+        polynomial = coefficients[r] * v**r * _horner_in(q_of_u, v * w)
+    if polynomial is None:
+        return None
+    return h, w, polynomial
+
+
 def _taylor(expr, v, degree: int):
     """Taylor polynomial of ``degree`` at v = 0 in Horner form, or None."""
     try:
@@ -278,6 +404,11 @@ def removable_singularities(
     dtype's unit roundoff). The formula is evaluated at ``v`` replaced by ``h`` inside the
     polynomial's range (double where).
 
+    The interval is scaled to the formula by :func:`taylor_plan` (``|100 x| / sqrt(6)``
+    small for ``sin(100*x)/x``, ``|x y|`` for ``sin(x*y)/x``). Where it finds none (the
+    series has no one scale), only ``v = 0`` is filled in, with the limit: the formula
+    is used everywhere else, as written (accurate but for its cancellation near 0).
+
     Only the smallest part with the pole is expanded: in a sum, the terms with the pole
     (whose sum may have a limit though each alone does not); in a product, the pole with
     the factors that vanish at 0 (``sin(x)/x`` in ``exp(x) * sin(x)/x``).
@@ -287,15 +418,24 @@ def removable_singularities(
     degree = TAYLOR_DEGREE[dtype]
 
     def guard(part, v):
-        if _limit(part, v) is None:
+        limit = _limit(part, v)
+        if limit is None:
             return None
         polynomial = _taylor(part, v, degree)
         if polynomial is None:
             return None
         used.add("removable_singularity")
-        h = sympy.Float(f"{eps ** (1.0 / (degree + 1 + _pole_order(part, v))):.2g}")
-        outside = sympy.Abs(v) > h
-        formula = part.xreplace({v: Guard(v, outside, h)})
+        plan = taylor_plan(part, v, degree, dtype, polynomial)
+        h0 = sympy.Float(f"{eps ** (1.0 / (degree + 1 + _pole_order(part, v))):.2g}")
+        if plan is None:  # no interval fits every value of the other inputs: fill v = 0
+            nonzero = sympy.Ne(v, 0)
+            formula = part.xreplace({v: Guard(v, nonzero, h0)})
+            return sympy.Piecewise((formula, nonzero), (limit, True), evaluate=False)
+        h, w, polynomial = plan
+        outside = sympy.Abs(v * w) > h
+        # the formula at a point outside the interval where the polynomial is used (h
+        # itself, or h0 where the interval is in v * w: the formula is finite there too)
+        formula = part.xreplace({v: Guard(v, outside, h if w == 1 else h0)})
         return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
 
     def visit(e):
