@@ -1062,6 +1062,24 @@ def test_printed_code_runs_with_only_the_allowed_builtins(tmp_path):
             Program(hostile).run(F32, {"x": np.array([1.0])})
 
 
+def test_a_complex_constant_in_real_code_is_a_mirror_error(tmp_path):
+    """NumPy drops an imaginary part with only a ComplexWarning: the audit of code that
+    printed 0.5j into a float32 op measured its real part (and leaked the warning)."""
+    from gradgen.stability.audit.mirror import MirrorError
+
+    op = _op(_spec(tmp_path, """
+        - name: f
+          inputs: {x: [null]}
+          output: 2 * x
+    """), "f")
+    views = op_views(op)
+    for code in ("_ = x * 0.5j", "_ = tf.math.exp(0.5j)"):
+        forward = [{"code": code}] + list(views.module["forward"])
+        complex_code = dataclasses.replace(views, module={**views.module, "forward": forward})
+        with pytest.raises(MirrorError, match="complex"):
+            Program(complex_code).run(F32, {"x": np.array([1.0])})
+
+
 def test_audit_says_why_it_did_not_run_and_how_many_points_it_drew(tmp_path, no_cache):
     """The exact reasons: a complex dtype, a mirror that cannot run the printed code
     (its error named); and random_points draws that many beyond the edges."""

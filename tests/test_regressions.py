@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -456,3 +457,37 @@ def test_removable_singularities_of_scaled_arguments(tf, build, name):
             out = module.two_scales(*args)
         assert float(out[0]) == 4.0
         assert all(np.isfinite(g.numpy()).all() for g in tape.gradient(out, args))
+
+
+# real only on one side of a point where SymPy sees a removable singularity: its Taylor
+# polynomial there is imaginary; op -> (expression, its mpmath form, valid points)
+_ONE_SIDED = {
+    "acos_branch": ("acos(-1 - 2/x)", lambda x: mpmath.acos(-1 - 2 / x), [-3.0, -1.5, -50.0]),
+    "asin_branch": ("asin(1 + 1/x)", lambda x: mpmath.asin(1 + 1 / x), [-0.6, -3.0, -40.0]),
+    "where_branch": ("where(x < -1, acos(-1 - 2/x), asin(x/2))",
+                     lambda x: mpmath.acos(-1 - 2 / x) if x < -1 else mpmath.asin(x / 2),
+                     [-3.0, 0.5, -0.9]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(_ONE_SIDED))
+def test_no_complex_constant_in_real_code(tf, build, name, dtype):
+    """acos(-1 - 2/x) printed (0.24609375j) * x ... into its float32 gradient (the Taylor
+    polynomial of its derivative at x = 0, where it is not real): every gradient call
+    was a TypeError. Found by a fresh-user review."""
+    import inspect
+
+    text, reference, points = _ONE_SIDED[name]
+    module = build(spec(f"  - name: {name}\n    dtype: {dtype}\n    inputs: {{x: [null]}}\n"
+                        f"    output: '{text}'\n").replace("module: m", f"module: {name}"))
+    source = inspect.getsource(module)
+    assert not re.search(r"\d(\.\d*)?j\b", source)
+    x = tf.constant(points, getattr(tf, dtype))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = getattr(module, name)(x)
+    grad = tape.gradient(out, x).numpy()
+    with mpmath.workdps(50):
+        want = [float(mpmath.diff(reference, mpmath.mpf(p))) for p in points]
+    np.testing.assert_allclose(grad, want, rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -357,6 +357,11 @@ def _taylor(expr, v, degree: int):
         # (zoo and nan make Poly or the checks below fail; removeO took the Order)
         if any(c.has(sympy.oo) for c in poly.coeffs()):
             return None
+        # a function real only on one side of 0 (acos(-1 - 2/x)'s derivative, real for
+        # x <= -1) has imaginary coefficients: no polynomial (it printed 1j into float
+        # code, a TypeError when the gradient ran)
+        if any(c.has(sympy.I) for c in poly.coeffs()):
+            return None
         # coefficients must be finite for every value of the other inputs: the series
         # of d**2*(sqrt(1 + r**2/d**2) - 1) in d has 1/|r| and 1/r**2 in its
         # coefficients, so its polynomial would be inf/NaN at r = 0 (where the formula

@@ -93,12 +93,20 @@ def _operand(fmt: Format, x):
     """A ufunc operand: our arrays as plain arrays, Python numbers in the dtype."""
     if isinstance(x, _Array):
         return x.view(np.ndarray)
+    _refuse_complex(x)
     if isinstance(x, (bool, np.bool_)):
         return x
     if isinstance(x, (int, float)) or (isinstance(x, np.ndarray) and x.dtype.kind in "fi"
                                        and x.ndim == 0):
         return fmt.round(np.float64(x))[()]
     return x
+
+
+def _refuse_complex(x):
+    """A complex number in a real op's code is gradgen's error, never the audit's
+    input: NumPy would drop its imaginary part (with only a ComplexWarning)."""
+    if isinstance(x, complex) or np.iscomplexobj(x):
+        raise MirrorError("a complex number in a real op's code")
 
 
 def _result(fmt: Format, result):
@@ -163,6 +171,7 @@ class _TF:
         """``x`` as an array of this format (numbers and bool arrays converted)."""
         if isinstance(x, _Array):
             return x
+        _refuse_complex(x)
         return _result(self.fmt, self.fmt.round(np.asarray(x, dtype=np.float64)))
 
     def _unary(self, function):
