@@ -1056,10 +1056,14 @@ def test_printed_code_runs_with_only_the_allowed_builtins(tmp_path):
     """), "f")
     views = op_views(op)
     for call in ("open('/etc/passwd')", "__import__('os')"):
-        forward = [{"code": f"_ = {call}"}] + list(views.module["forward"])
-        hostile = dataclasses.replace(views, module={**views.module, "forward": forward})
         with pytest.raises(MirrorError, match="NameError"):
-            Program(hostile).run(F32, {"x": np.array([1.0])})
+            Program(_first_line(views, f"_ = {call}")).run(F32, {"x": np.array([1.0])})
+
+
+def _first_line(views, code: str):
+    """``views`` with the statement ``code`` before its forward statements."""
+    forward = [{"code": code}] + list(views.module["forward"])
+    return dataclasses.replace(views, module={**views.module, "forward": forward})
 
 
 def test_a_complex_constant_in_real_code_is_a_mirror_error(tmp_path):
@@ -1074,10 +1078,8 @@ def test_a_complex_constant_in_real_code_is_a_mirror_error(tmp_path):
     """), "f")
     views = op_views(op)
     for code in ("_ = x * 0.5j", "_ = tf.math.exp(0.5j)"):
-        forward = [{"code": code}] + list(views.module["forward"])
-        complex_code = dataclasses.replace(views, module={**views.module, "forward": forward})
         with pytest.raises(MirrorError, match="complex"):
-            Program(complex_code).run(F32, {"x": np.array([1.0])})
+            Program(_first_line(views, code)).run(F32, {"x": np.array([1.0])})
 
 
 def test_audit_says_why_it_did_not_run_and_how_many_points_it_drew(tmp_path, no_cache):
