@@ -870,7 +870,7 @@ def exp_log_power(x, p):
         d(out)/d(x) = xdivy(p, x**(1 - p))
 
     Stable forms and guards used:
-        exp_log_power: exp(k*log(x) + b) = x**k * exp(b)
+        exp_log_power: exp(k*log(x)) = x**k
         power_product: x**a * x**b = x**(a + b) for a symbolic or irrational exponent
             (x**y / x = x**(y - 1))
         power_zero_coefficient: k * x**e = xdivy(k, x**(-e)) where e < 0 at k = 0

@@ -491,3 +491,44 @@ def test_no_complex_constant_in_real_code(tf, build, name, dtype):
     with mpmath.workdps(50):
         want = [float(mpmath.diff(reference, mpmath.mpf(p))) for p in points]
     np.testing.assert_allclose(grad, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_a_power_times_an_exponential_stays_one_exponential(tf, build):
+    """exp(p*log(x) - b) was generated as exp(-b) * pow(x, p): inf in float32 at
+    x = 1e10, p = 4, b = 60 (exact 8.76e13) and NaN for a gamma-like density at large x.
+    Now exp(xlogy(p, x) - b), whose x-derivative at x = 0 is finite (exp_power). Found
+    by a fresh-user review."""
+    module = build(spec(
+        "  - name: pw\n    inputs: {x: [null], p: [null], b: [null]}\n"
+        "    output: exp(p*log(x) - b)\n"
+        "  - name: gamma_like\n    inputs: {x: [null], k: [null]}\n"
+        "    output: exp((k - 1)*log(x) - x)\n"
+    ).replace("module: m", "module: power_exp"), audit=False)
+
+    def run(fn, *values):
+        args = [tf.constant([v], tf.float32) for v in values]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = fn(*args)
+        return float(out[0]), [float(g[0]) for g in tape.gradient(out, args)]
+
+    def exact(f, *values):
+        with mpmath.workdps(50):
+            at = [mpmath.mpf(v) for v in values]
+            return float(f(*at)), [
+                float(mpmath.diff(f, at, tuple(int(i == j) for i in range(len(at)))))
+                for j in range(len(at))]
+
+    pw = lambda x, p, b: mpmath.exp(p * mpmath.log(x) - b)  # noqa: E731
+    gamma_like = lambda x, k: mpmath.exp((k - 1) * mpmath.log(x) - x)  # noqa: E731
+    for fn, ref, point in [(module.pw, pw, (1e10, 4.0, 60.0)), (module.pw, pw, (3.0, 2.5, -1.0)),
+                           (module.gamma_like, gamma_like, (150.0, 20.0)),
+                           (module.gamma_like, gamma_like, (0.5, 3.0))]:
+        (got, grads), (want, partials) = run(fn, *point), exact(ref, *point)
+        # exp of a large argument: the argument's rounding, ~1e-7 * 150, in the value
+        assert got == pytest.approx(want, rel=3e-5), point
+        assert grads == pytest.approx(partials, rel=3e-5), point
+    # at x = 0: the value x**(k - 1) and its x-derivative (k - 1) x**(k - 2) are finite
+    assert run(module.gamma_like, 0.0, 3.0) == (0.0, [0.0, 0.0])
+    value, (dx, dk) = run(module.gamma_like, 0.0, 2.0)
+    assert (value, dx) == (0.0, 1.0) and dk == 0.0

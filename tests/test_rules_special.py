@@ -126,16 +126,28 @@ TABLES = {
     "exp_log_power": (
         [
             "exp(p*log(x))",
-            "exp(p*log(x) + y)",
             "exp(-p*q*log(x))",
             "exp(log(x)*(p + 1))",
         ],
-        ["exp(log(2)*p)", "exp(p)*log(x)", "exp(p*log(x)*log(y))", "exp(p + log(2))"],
+        # exp(p*log(x) + y) stays one exponential: x**p * exp(y) overflows apart
+        ["exp(log(2)*p)", "exp(p)*log(x)", "exp(p*log(x)*log(y))", "exp(p + log(2))",
+         "exp(p*log(x) + y)"],
         {
             "x": [0.5, 3.0, 1e-3],
             "p": [0.0, 0.7, 2.0, -1.5],
             "q": [1.0, 2.0],
             "y": [0.5],
+        },
+    ),
+    "exp_power": (
+        ["p*exp(p*log(x) - y)/x", "exp(p*log(x) + y)*x**2", "exp(p*log(x) + y)*x**q"],
+        ["exp(p*log(x) - y)/z", "exp(p - y)/x", "exp(p*log(x) + y)*y**2"],
+        {
+            "x": [0.5, 3.0, 1e-3],
+            "p": [0.0, 0.7, 2.0, -1.5],
+            "q": [1.0, 2.0],
+            "y": [0.5, -3.0],
+            "z": [2.0],
         },
     ),
     "power_zero_coefficient": (
@@ -188,6 +200,10 @@ WITNESSES = [
         None,
     ),
     ("exp_log_power", "exp(p*log(x))", {"x": 0.0, "p": 0.0}, "float32", 1.0),
+    # the derivative of exp(p*log(x) - y) in x at x = 0: 0 for p > 1 (0/0 as written)
+    ("exp_power", "p*exp(p*log(x) - y)/x", {"x": 0.0, "p": 2.0, "y": 1.0}, "float32", 0.0),
+    ("exp_power", "p*exp(p*log(x) - y)/x", {"x": 0.0, "p": 1.0, "y": 1.0}, "float64",
+     math.exp(-1.0)),
     # d(x**p)/dx at p = 0: x**0 = 1, the derivative is 0 (0 * inf as written)
     ("power_zero_coefficient", "p*x**(p - 1)", {"x": 0.0, "p": 0.0}, "float32", 0.0),
 ]
@@ -213,7 +229,7 @@ def test_every_new_rule_has_a_table():
         for f in families
         for r in importlib.import_module(f"gradgen.stability.families.{f}").RULES
     }
-    names |= {"exp_log_power", "power_zero_coefficient"}
+    names |= {"exp_log_power", "exp_power", "power_zero_coefficient"}
     assert names == set(TABLES)
     assert names <= set(stable.RULES_BY_NAME)
 

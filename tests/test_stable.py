@@ -55,6 +55,8 @@ EXAMPLES = {
     "log_erfc": (log(sympy.erfc(x)), fn.log_erfc(x)),
     "hypot": (sympy.sqrt(x**2 + y**2), fn.hypot(x, y)),
     "exp_log_power": (exp(y * log(x)), x**y),
+    "exp_power": (exp(xlogy(y, x) + z) * fn.xdivy(y, x),
+                  fn.mul_no_nan(exp(xlogy(y - 1, x) + z), y)),
     "power_zero_coefficient": (y * x ** (y - 1), fn.xdivy(y, x ** (1 - y))),
     "removable_fill": (
         sympy.Piecewise((sympy.sin(x) / x, sympy.Ne(x, 0)), (1, True)), sympy.sin(x) / x
@@ -236,15 +238,37 @@ FORMS = {
         (sigmoid(-log(2)), None),
     ],
     "exp_log_power": [
-        # k*log(x) as the xlogy rule leaves it: c*xlogy(k, x) + b
+        # k*log(x) as the xlogy rule leaves it: c*xlogy(k, x)
         (exp(xlogy(y, x)), x**y),
-        (exp(2 * xlogy(y, x) + 1), sympy.E * x ** (2 * y)),
-        (exp(xlogy(y, x) + y), x**y * exp(y)),
-        (exp(y * log(x) + 1), sympy.E * x**y),
-        # near misses: two xlogy factors, a constant log, a product of logs
+        (exp(2 * xlogy(y, x)), x ** (2 * y)),
+        # near misses: a rest (x**k * exp(b) overflowed where exp(k*log(x) + b) is
+        # finite: exp(4*log(x) - 60) at x = 1e10 in float32), two xlogy factors, a
+        # constant log, a product of logs
+        (exp(2 * xlogy(y, x) + 1), None),
+        (exp(xlogy(y, x) + y), None),
+        (exp(y * log(x) + 1), None),
         (exp(xlogy(y, x) * xlogy(x, y)), None),
         (exp(y * log(2)), None),
         (exp(log(x) * log(y)), None),
+    ],
+    "exp_power": [
+        # a power of x, x itself, a symbolic power; the other factors kept
+        (exp(xlogy(y, x) + z) / x**2, exp(xlogy(y - 2, x) + z)),
+        (3 * exp(xlogy(y, x) - z) * x * sympy.sin(z), 3 * sympy.sin(z) * exp(xlogy(y + 1, x) - z)),
+        (exp(y * log(x) + z) * x**z, exp(xlogy(y + z, x) + z)),
+        (exp(2 * xlogy(y, x) + z) * fn.xdivy(3 * y, x),
+         fn.mul_no_nan(exp(xlogy(2 * y - 1, x) + z), 3 * y)),
+        # a sum with a term inf at x = 0 beside it is multiplied out (the x-derivative of
+        # exp(y*log(x) - x)); one without such a term is not
+        (exp(xlogy(y, x) - x) * (fn.xdivy(y, x) - 1),
+         fn.mul_no_nan(exp(xlogy(y - 1, x) - x), y) - exp(xlogy(y, x) - x)),
+        (exp(xlogy(y, x) - x) * (x + z), None),
+        # near misses: another base, a power whose exponent holds x, no log in the
+        # exponential
+        (exp(xlogy(y, x) + z) / z, None),
+        (exp(xlogy(y, x) + z) * x**x, None),
+        (exp(y + z) / x, None),
+        (exp(xlogy(y, x) + z) * fn.xdivy(y, z), None),
     ],
 }
 
@@ -258,12 +282,18 @@ MORE_FORMS = {
         (exp(log(y) * xlogy(y, x)), y ** xlogy(y, x)),
         (exp(xlogy(y, x) * sympy.sin(xlogy(x, y))), None),
         (exp(log(x) * sympy.sin(log(y))), None),
-        # a term that does not match, then one that does
-        (exp(log(x) * sympy.sin(log(y)) + y * log(x)), x**y * exp(log(x) * sympy.sin(log(y)))),
-        (exp(y * log(x) + 2), x**y * exp(2)),  # a constant term first
-        # the term whose cofactor holds a log first in SymPy's order, then a match
-        (exp(log(x) * sympy.sin(log(y)) + sympy.tanh(z) * sympy.atan(z) * log(x)),
-         x ** (sympy.tanh(z) * sympy.atan(z)) * exp(log(x) * sympy.sin(log(y)))),
+        # a power with any other term is left one exponential (exp_power takes its
+        # derivative): a term that does not match beside one that does, a constant
+        (exp(log(x) * sympy.sin(log(y)) + y * log(x)), None),
+        (exp(y * log(x) + 2), None),
+        (exp(log(x) * sympy.sin(log(y)) + sympy.tanh(z) * sympy.atan(z) * log(x)), None),
+    ],
+    "exp_power": [
+        # the matching term after one that is not k*log(x); the power before the exp in
+        # SymPy's order
+        (exp(log(x) * sympy.sin(log(y)) + y * log(x)) * x,
+         exp(log(x) * sympy.sin(log(y)) + xlogy(y + 1, x))),
+        (x**-3 * exp(xlogy(y, x)), exp(xlogy(y - 3, x))),
     ],
     "power_zero_coefficient": [
         # other factors kept, whatever their order; a zero of k + c; no pole at k = 0

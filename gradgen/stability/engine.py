@@ -63,6 +63,7 @@ ORDER = (
     "power_zero_coefficient",
     "exp_log_power",
     "xlogy",
+    "exp_power",  # after xlogy: reads the exponential's xlogy(k, x)
     "xlog1py",
     "log_cosh",
     "tanh_ratio",

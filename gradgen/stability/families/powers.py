@@ -3,7 +3,8 @@
 | rule | identity | domain | fails at | source |
 | --- | --- | --- | --- | --- |
 | `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
-| `exp_log_power` | exp(k · log(x) + b) = x^k · exp(b) | x > 0 (as written); extends it: x^k is finite for x < 0 with an integer k, and 0^0 = 1 where k · log(0) = 0 · −inf is NaN | naive: the derivative p · exp(p log x) / x is 0/0 at x = 0 | Herbie `exp-to-pow` (src/core/rules.rkt) |
+| `exp_log_power` | exp(k · log(x)) = x^k (not with another term b: x^k · exp(b) overflows apart, where exp(k · log(x) + b) is finite) | x > 0 (as written); extends it: x^k is finite for x < 0 with an integer k, and 0^0 = 1 where k · log(0) = 0 · −inf is NaN | naive: the derivative p · exp(p log x) / x is 0/0 at x = 0 | Herbie `exp-to-pow` (src/core/rules.rkt) |
+| `exp_power` | exp(k · log(x) + b) · x^m = exp((k + m) · log(x) + b); · xdivy(c, x) = mul_no_nan(exp((k − 1) · log(x) + b), c); a sum beside it with such a term that is inf at 0 multiplied out | x ≥ 0 (as written); at x = 0 the limit, with 0^0 = 1 (xlogy) | naive: the derivative exp(k log x + b) · k / x is 0 · inf at x = 0 | the same identity as `exp_log_power`, kept in log space (`exp_mul`'s reason) |
 | `power_zero_coefficient` | k · x^e = xdivy(k, x^(−e)) when e is negative where k = 0 (p · x^(p − 1) = xdivy(p, x^(1 − p))) | real x ≥ 0; equal wherever the left side is finite, and 0 where k = 0 (there x^(e + 1) is x^0 = 1, a constant) | naive: d(x^p)/dx at p = 0, x = 0 is 0 · 0^(−1) = 0 · inf = NaN, but x^0 = 1 has derivative 0 | TF `xdivy`; JAX `xlogy`/`xlog1py` zero conventions |
 
 With a data exponent the partials of x^p are p · x^(p − 1) (→ ``power_zero_coefficient``:
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
-from ...functions import xdivy, xlogy
+from ...functions import mul_no_nan, xdivy, xlogy
 from ..rule import Rule
 
 
@@ -47,27 +48,86 @@ def _power_product(expr):
     return None
 
 
+def _log_power_term(term):
+    """(x, k) where ``term`` is k*log(x), or c*xlogy(k', x) as the xlogy rule leaves it
+    (children are rewritten first: k = c*k'), with x not a number and k free of logs;
+    else None."""
+    inner = [f for f in sympy.Mul.make_args(term) if isinstance(f, xlogy)]
+    if len(inner) == 1 and not (term / inner[0]).has(sympy.log, xlogy):
+        return inner[0].args[1], inner[0].args[0] * (term / inner[0])
+    logs = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)]
+    if len(logs) != 1 or logs[0].args[0].is_number:
+        return None
+    k = term / logs[0]
+    if k.has(sympy.log):
+        return None
+    return logs[0].args[0], k
+
+
 def _exp_log_power(expr):
-    # exp(k*log(x) + b) = x**k * exp(b): p*exp(p*log(x))/x is 0/0 at x = 0
+    # exp(k*log(x)) = x**k: p*exp(p*log(x))/x is 0/0 at x = 0. Only the power alone:
+    # exp(k*log(x) + b) as x**k * exp(b) overflowed where the exponential is finite
+    # (exp(4*log(x) - 60) at x = 1e10 in float32: inf for 8.8e13), so with a rest b it
+    # stays one exponential (exp_mul's reason) and exp_power takes its derivative
     if not isinstance(expr, sympy.exp):
         return None
-    arg = expr.args[0]
-    for term in sympy.Add.make_args(arg):
-        # k*log(x) as the xlogy rule leaves it (children are rewritten first): c*xlogy(k, x)
-        inner = [f for f in sympy.Mul.make_args(term) if isinstance(f, xlogy)]
-        if len(inner) == 1 and not (term / inner[0]).has(sympy.log, xlogy):
-            rest = arg - term
-            out = sympy.Pow(inner[0].args[1], inner[0].args[0] * (term / inner[0]))
-            return out * sympy.exp(rest)  # (exp(0) is 1)
-        logs = [f for f in sympy.Mul.make_args(term) if isinstance(f, sympy.log)]
-        if len(logs) != 1 or logs[0].args[0].is_number:
+    found = _log_power_term(expr.args[0])
+    if found is None:
+        return None
+    x, k = found
+    return sympy.Pow(x, k)
+
+
+def _power_of(f, x):
+    """(m, c) where ``f`` is x**m (c None) or xdivy(c, x) (m = -1); else None."""
+    if isinstance(f, xdivy) and f.args[1] == x:
+        return S.NegativeOne, f.args[0]
+    if f == x:
+        return S.One, None
+    if isinstance(f, sympy.Pow) and f.base == x and not f.exp.has(x):
+        return f.exp, None
+    return None
+
+
+def _pole_at_zero(f, x) -> bool:
+    """Whether ``f`` is xdivy(c, x) or x**m with m < 0: inf at x = 0."""
+    power = _power_of(f, x)
+    return power is not None and (power[1] is not None or power[0].is_negative is True)
+
+
+def _exp_power(expr):
+    # exp(k*log(x) + b) * x**m = exp((k + m)*log(x) + b), and
+    # exp(k*log(x) + b) * xdivy(c, x) = mul_no_nan(exp((k - 1)*log(x) + b), c): the
+    # derivative of exp(xlogy(k, x) + b) in x, exp(...) * xdivy(k, x), is 0 * inf = NaN
+    # at x = 0 where it is 0 (k > 1), exp(b) (k = 1) or 0 (k = 0); (k + m)*log(x) is
+    # printed as xlogy(k + m, x), 0 where k + m = 0. A sum beside the exponential with
+    # such a term that is inf at x = 0 (the derivative exp(...) * (xdivy(k, x) - 1) of
+    # exp(k*log(x) - x)) is multiplied out, and its terms merge in the next pass.
+    if not isinstance(expr, sympy.Mul):
+        return None
+    factors = list(expr.args)
+    for e in factors:
+        if not isinstance(e, sympy.exp):
             continue
-        k = term / logs[0]
-        if k.has(sympy.log):
-            continue
-        rest = arg - term
-        out = sympy.Pow(logs[0].args[0], k)
-        return out * sympy.exp(rest)
+        for term in sympy.Add.make_args(e.args[0]):
+            found = _log_power_term(term)
+            if found is None:
+                continue
+            x, k = found
+            for f in factors:
+                rest = [g for g in factors if g is not e and g is not f]
+                if isinstance(f, sympy.Add) and any(
+                    _pole_at_zero(g, x) for t in f.args for g in sympy.Mul.make_args(t)
+                ):
+                    return sympy.Add(*(sympy.Mul(e, t, *rest) for t in f.args))
+                power = _power_of(f, x) if f is not e else None
+                if power is None:
+                    continue
+                m, scale = power
+                merged = sympy.exp(e.args[0] - term + xlogy(k + m, x))
+                if scale is not None:
+                    merged = mul_no_nan(merged, scale)
+                return sympy.Mul(merged, *rest)
     return None
 
 
@@ -111,9 +171,16 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "exp_log_power",
-        "exp(k*log(x) + b) = x**k * exp(b)",
+        "exp(k*log(x)) = x**k",
         "the derivative p*exp(p*log(x))/x is 0/0 = NaN at x = 0",
         _exp_log_power,
+    ),
+    Rule(
+        "exp_power",
+        "exp(k*log(x) + b) * x**m = exp((k + m)*log(x) + b); "
+        "exp(k*log(x) + b) * xdivy(c, x) = mul_no_nan(exp((k - 1)*log(x) + b), c)",
+        "the derivative of exp(k*log(x) + b), exp(...) * k/x, is 0 * inf = NaN at x = 0",
+        _exp_power,
     ),
     Rule(
         "power_zero_coefficient",
