@@ -27,7 +27,7 @@ from typing import Callable
 
 from . import __version__, cache
 from .errors import Diagnostic, SpecError, UsageError
-from .render import ModuleMeta, OpViews, render_module, render_tests, test_cases
+from .render import ModuleMeta, OpViews, defined_names, render_module, render_tests, test_cases
 from .safe import check_path_text
 from .spec import SpecDocument, load_spec
 
@@ -251,10 +251,35 @@ def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress
         else:
             views.append(entries[0][0])
             test_views.append(entries[0][0])
+    problems += _name_clashes(doc, views)
     if problems:
         raise SpecError(problems)
     text = _format(render_module(meta, views), len(test_views), f"module {meta.name}")
     return Generated(doc, meta, views, text, ranges, audits, test_views)
+
+
+def _name_clashes(doc: SpecDocument, views: list) -> list[Diagnostic]:
+    """Where two ops would define the same module-level function: an op's private
+    functions are named after it (``_f_vjp``, a generic op's ``_f_float32_vjp``, a fused
+    op's ``_f_forward``), so op ``f`` generated for float32 and float64 and an op
+    ``f_float32`` both defined ``_f_float32_vjp``, and the later silently replaced the
+    earlier (``f`` in float32 computed ``f_float32``)."""
+    index = {op.name: i for i, op in enumerate(doc.model.ops)}
+    owner: dict[str, str] = {}
+    problems, reported = [], set()
+    for view in views:
+        op = view.module["name"]
+        for name in defined_names(view.module):
+            first = owner.setdefault(name, op)
+            if first != op and (op, first) not in reported:  # once per pair of ops
+                reported.add((op, first))
+                problems.append(Diagnostic(
+                    doc.location(("ops", index[op], "name")),
+                    f"op {op!r} and op {first!r} would both define the function {name} in "
+                    "the generated module; rename one of them",
+                    op, "name",
+                ))
+    return problems
 
 
 @contextlib.contextmanager

@@ -214,6 +214,17 @@ def render_module(meta: ModuleMeta, ops: list) -> str:
     )
 
 
+def defined_names(view: dict) -> list[str]:
+    """The module-level names an op's view defines: its public function, its
+    ``tf.custom_gradient`` function (one per dtype group of a generic op) and a fused
+    op's two kernels."""
+    names = [view["name"]]
+    for impl in _op_view(view)["impls"]:
+        names.append(impl["impl"])
+        names += [impl[k] for k in ("forward_kernel", "backward_kernel") if k in impl]
+    return names
+
+
 def _op_view(view: dict) -> dict:
     """The op template's view: the public function's checks and the dispatch to its
     ``tf.custom_gradient`` function (one per dtype for a generic op: ``variants``)."""

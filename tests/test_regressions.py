@@ -532,3 +532,26 @@ def test_a_power_times_an_exponential_stays_one_exponential(tf, build):
     assert run(module.gamma_like, 0.0, 3.0) == (0.0, [0.0, 0.0])
     value, (dx, dk) = run(module.gamma_like, 0.0, 2.0)
     assert (value, dx) == (0.0, 1.0) and dk == 0.0
+
+
+@pytest.mark.parametrize("fuse", ["none", "xla"])
+def test_two_ops_never_define_the_same_function(tmp_path, fuse):
+    """Op `scaled` generated for float32 and float64 and an op `scaled_float32` both
+    defined _scaled_float32_vjp (and, fused, _scaled_float32_forward): the later
+    definition replaced the earlier, so scaled(x, n) in float32 returned x + n. Now a
+    spec error at the second op's name, and nothing written. Found by a review helper."""
+    text = (
+        f"version: 1\nmodule: clash\nfuse: {fuse}\nops:\n"
+        "  - name: scaled\n    dtype: [float32, float64]\n"
+        "    inputs: {x: [null], n: {shape: [], dtype: int32}}\n    output: x * n\n"
+        "  - name: scaled_float32\n"
+        "    inputs: {x: [null], n: {shape: [], dtype: int32}}\n    output: x + n\n"
+    )
+    result = run_cli(tmp_path, text, "-o", "out")
+    assert result.exit_code == 2, result.output
+    assert "s.yaml:9:11: error: op 'scaled_float32', field 'name'" in result.output
+    assert "_scaled_float32_" in result.output and "1 error;" in result.output
+    assert not (tmp_path / "out").exists()
+    # another name for the second op: both build
+    result = run_cli(tmp_path, text.replace("scaled_float32", "scaled_plus"), "-o", "out")
+    assert result.exit_code == 0, result.output
