@@ -24,6 +24,7 @@ import math
 
 import sympy
 from sympy.codegen.cfunctions import Sqrt, expm1, log1p
+from sympy.printing.codeprinter import PrintMethodNotImplementedError
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
@@ -180,7 +181,12 @@ class TFPrinter(TensorflowPrinter):
             return repr(float(expr))
         if expr.is_real is False or value.imag != 0:
             return repr(value)
-        text = self._constants.doprint(expr)
+        try:
+            text = self._constants.doprint(expr)
+        except PrintMethodNotImplementedError:
+            # a constant of a function the math module lacks (softplus(2), sigmoid(1)):
+            # its value, correctly rounded from 30 digits
+            return repr(value.real)
         if "math." in text:
             self.uses_math = True
         return text

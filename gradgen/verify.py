@@ -217,6 +217,12 @@ class _BroadcastingPrinter(NumPyPrinter):
     def _print_Or(self, expr):
         return self._logical(expr, "logical_or")
 
+    def _print_ITE(self, expr):
+        # NumPyPrinter's select(..., default=nan) makes a boolean if-then-else a float
+        # array, which select() then refuses as a condition (a where() whose condition
+        # holds a where(): where(where(x < 0, 0.5, -1.5) >= x, 3, x))
+        return "where({}, {}, {})".format(*(self._print(a) for a in expr.args))
+
     def _print_Integer(self, expr):
         # a Python int beyond float64's exact range would make NumPy build an object
         # array (np.sin(10**20) fails): evaluation is in float64 anyway

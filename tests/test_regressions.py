@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -555,3 +556,35 @@ def test_two_ops_never_define_the_same_function(tmp_path, fuse):
     # another name for the second op: both build
     result = run_cli(tmp_path, text.replace("scaled_float32", "scaled_plus"), "-o", "out")
     assert result.exit_code == 0, result.output
+
+
+def test_valid_specs_that_crashed_the_build(tf, build):
+    """Each was a traceback (exit 123) from a valid spec: a constant of a function the
+    math module lacks (softplus(2): PrintMethodNotImplementedError), a where() whose
+    condition holds a where() (NumPy's select refused the float if-then-else the
+    verifier printed), and atan2 of a complex value in the audit's reference
+    (AttributeError: 'mpc' object has no attribute '_mpf_'). Found by a review helper
+    (12 of 300 random ops crashed)."""
+    module = build(spec(
+        "  - name: shifted\n    inputs: {x: [null]}\n"
+        "    output: x + softplus(2) + sigmoid(1)\n"
+        "  - name: nested_where\n    inputs: {x: [null]}\n"
+        "    output: where(where(x < 0, 0.5, -1.5) >= x, 3, x)\n"
+        "  - name: nested_atan2\n    inputs: {y: [null]}\n"
+        "    output: atan2(atan2(3 / y, log(y)), y)\n"
+    ).replace("module: m", "module: crashed"))
+    x = tf.constant([-2.0, -1.6, -1.0, 0.2, 0.5, 0.7])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        shifted, nested = module.shifted(x), module.nested_where(x)
+    constant = math.log1p(math.exp(2.0)) + 1 / (1 + math.exp(-1.0))
+    np.testing.assert_allclose(shifted, x.numpy() + constant, rtol=1e-6)
+    np.testing.assert_allclose(tape.gradient(shifted, x), np.ones(6))
+    xv = x.numpy()
+    np.testing.assert_array_equal(nested, np.where(np.where(xv < 0, 0.5, -1.5) >= xv, 3, xv))
+    np.testing.assert_array_equal(tape.gradient(nested, x), [0, 0, 0, 1, 1, 1])
+    y = tf.constant([0.5, 2.0])
+    with mpmath.workdps(30):
+        want = [float(mpmath.atan2(mpmath.atan2(3 / mpmath.mpf(v), mpmath.log(v)), v))
+                for v in (0.5, 2.0)]
+    np.testing.assert_allclose(module.nested_atan2(y), want, rtol=1e-6)

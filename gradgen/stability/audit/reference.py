@@ -233,7 +233,10 @@ def _call(f, point, prec, many=False):
             value = f(*(mpmath.mpf(v) for v in point))
         except (ZeroDivisionError, OverflowError):
             return None
-        except (ValueError, TypeError):  # e.g. comparing a complex number in a condition
+        # a complex value met where mpmath takes only reals: compared in a condition
+        # (TypeError), or in atan2 (AttributeError: 'mpc' object has no attribute
+        # '_mpf_', atan2(atan2(3/y, log(y)), y) at y < 0)
+        except (ValueError, TypeError, AttributeError):
             return None if many else _DOMAIN
         if many:
             return [_real(v) for v in value]
