@@ -20,6 +20,7 @@ other value of either is a usage error naming the variable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import signal
@@ -106,6 +107,22 @@ def _expire(signum, frame):
     raise BudgetExceeded(min(due, key=lambda b: b.deadline))
 
 
+_LAMBDIFY_MODULES = ("numpy", "mpmath", "math")
+
+
+@functools.cache
+def _load_lazy_state() -> None:
+    """Fill, before any budget can interrupt it, state that libraries build on first
+    use and never rebuild: SymPy's lambdify fills a module's namespace on its first
+    lambdify and then takes it as loaded, so an alarm in that first call left it with
+    one or two names, and every later lambdify in the process failed (NameError:
+    'logical_and' is not defined, a traceback instead of the budget's message)."""
+    import sympy
+
+    for module in _LAMBDIFY_MODULES:
+        sympy.lambdify((), 0, module)
+
+
 @contextlib.contextmanager
 def time_budget(seconds: float, label: str = "op"):
     """Raise :class:`BudgetExceeded` in the block after ``seconds`` (main thread, Unix),
@@ -116,6 +133,8 @@ def time_budget(seconds: float, label: str = "op"):
         return
     budget = Budget(label, seconds, time.monotonic() + seconds)
     outermost = not _running
+    if outermost:
+        _load_lazy_state()
     previous = signal.signal(signal.SIGALRM, _expire) if outermost else None
     _running.append(budget)
     try:

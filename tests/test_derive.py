@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -250,6 +252,28 @@ def test_forward_exprs_show_earlier_intermediates_by_name():
                 where={"s": "exp(x) * y", "t": "s + sin(x)"})
     got = [(name, sympy.sstr(e)) for name, e in op.forward_exprs]
     assert got == [("s", "y*exp(x)"), ("t", "s + sin(x)"), ("out", "t*cos(y)")]
+
+
+def test_a_budget_cannot_interrupt_lambdify_loading_its_namespace():
+    """SymPy's lambdify fills a module's namespace on first use and then takes it as
+    loaded: an alarm in that first call (a tiny GRADGEN_OP_TIMEOUT) left it with one or
+    two names, and every later lambdify in the process failed with NameError (exit 123
+    with a traceback, about 6% of builds at GRADGEN_OP_TIMEOUT=0.03). Entering a budget
+    loads the namespaces first; checked in a fresh interpreter, where none is loaded.
+    Found by a review helper."""
+    script = (
+        "import importlib\n"
+        "from gradgen.budget import time_budget\n"
+        "L = importlib.import_module('sympy.utilities.lambdify')\n"
+        "with time_budget(30):\n"
+        "    loaded = [name for name in ('numpy', 'mpmath', 'math')\n"
+        "              if L.MODULES[name][0] != L.MODULES[name][1]]\n"
+        "print(loaded)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "['numpy', 'mpmath', 'math']"
 
 
 def test_budgets_nest_and_each_reports_its_own():
