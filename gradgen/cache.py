@@ -8,8 +8,9 @@ entries are misses, never errors); :func:`put` writes atomically and never fails
 build (a read-only or full disk just means no caching).
 
 Keys include :func:`fingerprint`: a hash of gradgen's own source files and templates and
-of the versions of SymPy and black, so a different gradgen (even an unreleased edit)
-never reads another's entries.
+of the versions of SymPy, black, mpmath (and its backend), NumPy and Python, so a
+different gradgen (even an unreleased edit) or environment never reads another's
+entries.
 
 Location: ``$GRADGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgen``, else
 ``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (or ``--no-cache``) disables it.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import tempfile
 from functools import lru_cache
 from importlib import metadata
@@ -52,16 +54,23 @@ def code_files() -> list[Path]:
 
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
-    """Hash of gradgen's code and templates and of the SymPy and black versions."""
+    """Hash of gradgen's code and templates, of the versions of the libraries its output
+    depends on (SymPy derives, black formats, mpmath and NumPy compute the numerical
+    check and the accuracy audit, whose sentence is in the docstring), of mpmath's
+    backend (gmpy2 or pure Python) and of Python's version."""
+    import mpmath
+
     digest = hashlib.sha256(__version__.encode())
     for path in code_files():
         digest.update(path.relative_to(path.parent.parent).as_posix().encode())
         digest.update(path.read_bytes())
-    for dist in ("sympy", "black"):
+    for dist in ("sympy", "black", "mpmath", "numpy"):
         try:
-            digest.update(metadata.version(dist).encode())
+            digest.update(f"{dist} {metadata.version(dist)}".encode())
         except metadata.PackageNotFoundError:
             pass
+    digest.update(f"mpmath backend {mpmath.libmp.BACKEND}".encode())
+    digest.update(f"python {platform.python_version()}".encode())
     return digest.hexdigest()
 
 

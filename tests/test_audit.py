@@ -138,6 +138,25 @@ def _exact(tmp_path, output, point, dtype="float32", inputs="{x: [null]}", targe
     return float(values[0]), int(kinds[0])
 
 
+def test_erfc_far_out_is_the_same_with_either_mpmath_backend(tmp_path):
+    """mpmath's erfc raises OverflowError from x ~ 1e154 with its pure-Python backend
+    (erfc_check_series squares an int past float's range) and not with gmpy2's: the
+    audit counted other points, and the docstring line of Max(sin(y), erfc(x)) in
+    float64 said 'at most 1 of 53 bits' without gmpy2 and 'all 53 bits lost' with it.
+    The reference's erfc is its asymptotic series there, with either backend. Found by
+    a review helper."""
+    from gradgen.stability.audit.reference import _erfc
+
+    with mpmath.workprec(300):
+        for x in (2.0**64, 3e19, 1e30, 1e150):
+            want = mpmath.erfc(mpmath.mpf(x))
+            assert abs(_erfc(mpmath.mpf(x)) - want) <= mpmath.mpf(2) ** -290 * want, x
+    # the value 0 (it underflows), a finite number, where the backend once decided
+    for x in (1e300, 1.7976931348623157e308):
+        assert _exact(tmp_path, "erfc(x)", (x,), "float64", target=0) == (0.0, FINITE)
+        assert _exact(tmp_path, "erfc(x)", (x,), "float64") == (-0.0, FINITE)
+
+
 @pytest.mark.parametrize(
     "output, x, want",
     [

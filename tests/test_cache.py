@@ -117,6 +117,28 @@ def test_an_entry_edited_only_in_its_order_is_a_miss(cached):
     assert cache.get(k) is None
 
 
+def test_fingerprint_covers_the_numerical_libraries(monkeypatch):
+    """The audit's sentence in each docstring depends on mpmath (its gmpy2 backend once
+    gave other values than its pure-Python one) and NumPy: a cache shared between two
+    environments returned whichever result was stored first."""
+    import mpmath
+    from importlib import metadata
+
+    original = cache.fingerprint()
+    try:
+        for patch in (lambda: monkeypatch.setattr(mpmath.libmp, "BACKEND", "other"),
+                      lambda: monkeypatch.setattr(
+                          metadata, "version",
+                          lambda d, real=metadata.version: "0.0" if d == "numpy" else real(d))):
+            patch()
+            cache.fingerprint.cache_clear()
+            assert cache.fingerprint() != original
+            monkeypatch.undo()
+    finally:
+        cache.fingerprint.cache_clear()
+    assert cache.fingerprint() == original
+
+
 def test_fingerprint_covers_subpackages_and_templates():
     from gradgen.render import templates_dir
 

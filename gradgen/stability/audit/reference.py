@@ -43,7 +43,29 @@ AGREE_BITS = 8  # two precisions agree to 2**-(precision + AGREE_BITS) relativel
 # know evaluate (by printed name). The forward as written holds no other gradgen
 # function (xlogy, logsumexp, Square... are what rewrites and the printer introduce);
 # one that appeared would fall back to :func:`_evalf_function`.
+# From here on erfc is its asymptotic series: mpmath's own erfc raises OverflowError
+# there with its pure-Python backend (erfc_check_series squares an int past float's
+# range) but not with gmpy2's, so the audit, and the docstring line it writes, depended
+# on whether gmpy2 was installed. The series' first omitted term, (2K + 1)!!/(2x**2)**(K
+# + 1) relative with K = 12 terms, is below 2**-1600 for x >= 2**64.
+_ERFC_SERIES_FROM = mpmath.mpf(2) ** 64
+_ERFC_TERMS = 12
+
+
+def _erfc(x):
+    """erfc(x) at mpmath's working precision, the same with either mpmath backend."""
+    if x < _ERFC_SERIES_FROM:
+        return mpmath.erfc(x)
+    inverse = 1 / (2 * x * x)
+    term, total = mpmath.mpf(1), mpmath.mpf(1)
+    for k in range(1, _ERFC_TERMS):
+        term *= -(2 * k - 1) * inverse
+        total += term
+    return mpmath.exp(-x * x) / (x * mpmath.sqrt(mpmath.pi)) * total
+
+
 _NAMESPACE = {
+    "erfc": _erfc,
     "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)),
     "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
     "Max": max,
