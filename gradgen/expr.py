@@ -708,6 +708,8 @@ class _Parser:
             self._need_value(child, term)
             if self.is_complex:
                 raise _ExprError(node, "complex values cannot be compared")
+        for child, term in zip([node.left] + node.comparators, terms):
+            self._need_real(child, term.expr, "a comparison")
         parts = []
         for op, a, b in zip(node.ops, terms, terms[1:]):
             cls = _COMPARE.get(type(op))
@@ -792,6 +794,8 @@ class _Parser:
         if name in ("Max", "Min"):
             if len(args) < 2:
                 raise _ExprError(node, f"{name}() takes two or more arguments")
+            for child, a in zip(node.args, args):
+                self._need_real(child, a.expr, f"{name}()")
             extremum = fn.Max if name == "Max" else fn.Min
             return self._elementwise(node, extremum(*(a.expr for a in args)), args)
         if name == "transpose":
@@ -847,6 +851,17 @@ class _Parser:
     def _need_condition(self, node: ast.AST, term: Term) -> None:
         if not term.is_condition:
             raise _ExprError(node, "expected a condition such as x > 0")
+
+    def _need_real(self, node: ast.AST, expr, where: str) -> None:
+        """Refuse, in an op with real inputs, a value SymPy knows is never real where it
+        is compared (``Max(log(-1.5, 2), 2)``, ``log(t, 3)`` of a ``t = sign(...)`` that is
+        at most 0): SymPy's comparison raised TypeError, a traceback."""
+        if not self.is_complex and expr.is_extended_real is False:
+            raise _ExprError(
+                node,
+                f"{where} needs real values, but this one is not real for any input (a "
+                "logarithm or root of a number that is never positive?)",
+            )
 
     def _check_real_constants(self, node: ast.AST, expr) -> None:
         """Refuse a complex constant (``sqrt(-2)``) in an op with real inputs. (Infinite

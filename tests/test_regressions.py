@@ -588,3 +588,46 @@ def test_valid_specs_that_crashed_the_build(tf, build):
         want = [float(mpmath.atan2(mpmath.atan2(3 / mpmath.mpf(v), mpmath.log(v)), v))
                 for v in (0.5, 2.0)]
     np.testing.assert_allclose(module.nested_atan2(y), want, rtol=1e-6)
+
+
+def test_non_real_values_compared_are_a_located_error(tmp_path):
+    """Max(log(-1.5, 2), 2), and Max of log(t, 3) for a t = sign(log_softmax(...)) that is
+    never positive, were tracebacks (TypeError: Invalid comparison of non-real) from
+    SymPy's comparison. Found by a review helper's random ops."""
+    for output, col in (("Max(log(-1.5, 2), 2)", 18), ("where(log(-x**2 - 1) > 0, x, 1)", 20)):
+        result = run_cli(tmp_path, spec(f"  - name: f\n    inputs: {{x: [null]}}\n"
+                                        f"    output: '{output}'\n"), "-o", "out")
+        assert result.exit_code == 2, result.output
+        assert f"s.yaml:6:{col}: error: op 'f', field 'output'" in result.output
+        assert "is not real for any input" in result.output
+
+
+def test_the_audit_bounds_its_work_on_huge_intermediates(tmp_path):
+    """floor(y**sinh(y)) made the audit's 50-digit reference raise MemoryError (mpmath's
+    exact integer power shifted an int by 1.4e38 bits at y = 1e38), and sin(exp(exp(x)))
+    or exp(exp(exp(x))) ran past the op's time budget. Arguments beyond 2**2048 are not
+    evaluated now (the point is not counted). Built in a process limited to 3 GB of
+    address space, each in seconds."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    for dtype, output in (("[float32, float64]", "floor(y**sinh(y))"),
+                          ("float64", "sin(exp(exp(x))) + y"),
+                          ("float64", "exp(exp(exp(x))) + y")):
+        (tmp_path / "s.yaml").write_text(
+            f"version: 1\nmodule: m\ndtype: {dtype}\nops:\n  - name: f\n"
+            f"    inputs: {{x: [null], y: [null]}}\n    output: '{output}'\n")
+        started = time.monotonic()
+        run = subprocess.run(
+            [sys.executable, "-m", "gradgen", "build", "s.yaml", "-o", "out", "-q"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=limit,
+            env=dict(os.environ, GRADGEN_CACHE="0"),
+        )
+        assert run.returncode == 0, (output, run.stderr[-2000:])
+        assert time.monotonic() - started < 25, output
+        text = (tmp_path / "out" / "m.py").read_text()
+        assert "out of the per-op time budget" not in text, output

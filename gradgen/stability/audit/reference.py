@@ -30,6 +30,7 @@ import math
 import mpmath
 import numpy as np
 import sympy
+from sympy.printing.pycode import MpmathPrinter
 
 from ... import ir
 from .formats import Format
@@ -39,10 +40,43 @@ MAX_PREC = 1 << 14
 AGREE_BITS = 8  # two precisions agree to 2**-(precision + AGREE_BITS) relatively
 
 
-# How the functions of the expression language that SymPy's mpmath printer does not
-# know evaluate (by printed name). The forward as written holds no other gradgen
-# function (xlogy, logsumexp, Square... are what rewrites and the printer introduce);
-# one that appeared would fall back to :func:`_evalf_function`.
+class _Unbounded(Exception):
+    """An argument so large that mpmath's work (and memory) would be unbounded."""
+
+
+# Arguments of magnitude beyond 2**MAX_MAGNITUDE_BITS are not evaluated (the point is
+# not counted): float64's largest number is 2**1024 and its square fits, but an
+# expression such as floor(y**sinh(y)) or sin(exp(exp(x))) goes far beyond at a float
+# input, and there mpmath's exp, sin and integer powers take time and memory that grow
+# with the magnitude's number of bits (y**sinh(y) at y = 1e38 shifted an int by 1.4e38
+# bits: MemoryError; sin(exp(1e7)) ran for minutes; exp and sin at magnitude 2**16384
+# take 10 s at 4096 bits of precision, at 2**2048 under 0.1 s).
+MAX_MAGNITUDE_BITS = 2048
+
+
+def _bounded(function):
+    """``function`` refusing (:class:`_Unbounded`) an argument beyond the magnitude."""
+
+    def call(*args):
+        if any(mpmath.mag(a) > MAX_MAGNITUDE_BITS for a in args
+               if isinstance(a, mpmath.mpf) and mpmath.isfinite(a)):
+            raise _Unbounded()
+        return function(*args)
+
+    return call
+
+
+def _pow(base, exponent):
+    """``base**exponent``; an integer-valued exponent past 2**64 by exp and log, where
+    mpmath's exact integer power would build an int of that many bits."""
+    if (isinstance(exponent, mpmath.mpf) and mpmath.isfinite(exponent)
+            and mpmath.mag(exponent) > 64 and mpmath.isint(exponent)
+            and isinstance(base, mpmath.mpf) and mpmath.isfinite(base) and base != 0):
+        # an integer this large is even (its last 64 bits are beyond the precision)
+        return _exp(exponent * mpmath.log(abs(base)))
+    return base**exponent
+
+
 # From here on erfc is its asymptotic series: mpmath's own erfc raises OverflowError
 # there with its pure-Python backend (erfc_check_series squares an int past float's
 # range) but not with gmpy2's, so the audit, and the docstring line it writes, depended
@@ -52,6 +86,7 @@ _ERFC_SERIES_FROM = mpmath.mpf(2) ** 64
 _ERFC_TERMS = 12
 
 
+@_bounded
 def _erfc(x):
     """erfc(x) at mpmath's working precision, the same with either mpmath backend."""
     if x < _ERFC_SERIES_FROM:
@@ -64,21 +99,42 @@ def _erfc(x):
     return mpmath.exp(-x * x) / (x * mpmath.sqrt(mpmath.pi)) * total
 
 
+_exp = _bounded(mpmath.exp)
+
+# How the functions of the expression language that SymPy's mpmath printer does not
+# know evaluate (by printed name), and mpmath's functions whose work grows with their
+# argument's magnitude, bounded. The forward as written holds no other gradgen
+# function (xlogy, logsumexp, Square... are what rewrites and the printer introduce);
+# one that appeared would fall back to :func:`_evalf_function`.
 _NAMESPACE = {
+    "_pow": _pow,
+    "exp": _exp,
     "erfc": _erfc,
-    "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)),
-    "softplus": lambda x: mpmath.log1p(mpmath.exp(x)),
+    "sigmoid": _bounded(lambda x: 1 / (1 + mpmath.exp(-x))),
+    "softplus": _bounded(lambda x: mpmath.log1p(mpmath.exp(x))),
     "Max": max,
     "Min": min,
     "log1p": mpmath.log1p,
-    "expm1": mpmath.expm1,
+    "expm1": _bounded(mpmath.expm1),
     "Abs": mpmath.fabs,
     "sign": mpmath.sign,
     "floor": mpmath.floor,
     "ceiling": mpmath.ceil,
+    **{name: _bounded(getattr(mpmath, name))
+       for name in ("sin", "cos", "tan", "sinh", "cosh", "erf")},
 }
 # Functions the mpmath printer writes as mpmath calls of the same name, lowercased.
 _PRINTED = {"Piecewise", "atan2", "asin", "acos", "atan", "asinh", "acosh", "atanh"}
+
+
+class _ReferencePrinter(MpmathPrinter):
+    """SymPy's mpmath printer, with a power whose exponent is not a number as
+    :func:`_pow` (a number's power, x**2 or sqrt, prints as before)."""
+
+    def _print_Pow(self, expr, rational=False):
+        if expr.exp.is_number:
+            return super()._print_Pow(expr, rational=rational)
+        return f"_pow({self._print(expr.base)}, {self._print(expr.exp)})"
 
 
 def _evalf_function(cls):
@@ -181,7 +237,12 @@ class Reference:
             name = type(f).__name__
             if name not in namespace and name not in _PRINTED and not hasattr(mpmath, name):
                 namespace[name] = _evalf_function(type(f))
-        return sympy.lambdify(self.symbols, expr, modules=[namespace, "mpmath"], cse=cse)
+        # lambdify's own printer settings for these modules, with powers as _pow
+        printer = _ReferencePrinter({"fully_qualified_modules": False, "inline": True,
+                                     "allow_unknown_functions": True,
+                                     "user_functions": {k: k for k in namespace}})
+        return sympy.lambdify(self.symbols, expr, modules=[namespace, "mpmath"], cse=cse,
+                              printer=printer)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -248,8 +309,9 @@ _DOMAIN = "domain"  # a complex value: the point is outside the real domain
 
 def _call(f, point, prec, many=False):
     """The value at ``point`` with ``prec`` bits; None where it is 0/0 or NaN (a limit
-    may exist), :data:`_DOMAIN` where it is complex. With ``many``, ``f`` returns a
-    sequence: the list of those, or None if ``f`` raised."""
+    may exist), :data:`_DOMAIN` where it is complex or an argument is beyond
+    :data:`MAX_MAGNITUDE_BITS` (not counted). With ``many``, ``f`` returns a sequence:
+    the list of those, or None if ``f`` raised."""
     with mpmath.workprec(prec):
         try:
             value = f(*(mpmath.mpf(v) for v in point))
@@ -259,6 +321,8 @@ def _call(f, point, prec, many=False):
         # (TypeError), or in atan2 (AttributeError: 'mpc' object has no attribute
         # '_mpf_', atan2(atan2(3/y, log(y)), y) at y < 0)
         except (ValueError, TypeError, AttributeError):
+            return None if many else _DOMAIN
+        except _Unbounded:  # not evaluated: the point is not counted
             return None if many else _DOMAIN
         if many:
             return [_real(v) for v in value]
