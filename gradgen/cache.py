@@ -12,7 +12,8 @@ of the versions of SymPy and black, so a different gradgen (even an unreleased e
 never reads another's entries.
 
 Location: ``$GRADGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgen``, else
-``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (or ``--no-cache``) disables it.
+``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (also ``false``, ``no``, ``off``, in any case)
+or ``--no-cache`` disables it.
 """
 
 from __future__ import annotations
@@ -29,8 +30,13 @@ from . import __version__
 from .files import read_bounded
 
 
+OFF = ("0", "false", "no", "off")
+
+
 def enabled() -> bool:
-    return os.environ.get("GRADGEN_CACHE", "1") not in ("0", "false", "no", "off")
+    """False when ``GRADGEN_CACHE`` is one of :data:`OFF`, in any case and with any
+    surrounding white space (``False``, ``OFF``, ``0``); on otherwise."""
+    return os.environ.get("GRADGEN_CACHE", "1").strip().lower() not in OFF
 
 
 def directory() -> Path:
