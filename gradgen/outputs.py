@@ -3,10 +3,10 @@
 Consumes: the map :func:`gradgen.emit.generate` (or :func:`~gradgen.emit.generate_tests`)
 returns, and a folder. Guarantees:
 
-* :func:`plan` says, per file, whether the folder has it unchanged, changed (with a
-  unified diff and the ops whose code changed), missing, or orphaned; ``build``,
-  ``check`` and ``build --dry-run`` all go through it, so what ``check`` compares is
-  exactly what ``build`` writes;
+* :func:`plan` says, per file, whether the folder has it unchanged (byte for byte the
+  generated text in UTF-8), changed (with a unified diff and the ops whose code
+  changed), missing, or orphaned; ``build``, ``check`` and ``build --dry-run`` all go
+  through it, so what ``check`` compares is exactly what ``build`` writes;
 * :func:`apply` writes only files whose bytes change: all of them to temporary files in
   the same folder first, then each renamed into place (``os.replace``); it deletes (with
   ``prune``) only orphans: files that carry gradgen's generated header and whose spec no
@@ -99,6 +99,12 @@ def changed_ops(old: str, new: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _shown(data: bytes) -> str:
+    """A file's bytes as text for a diff: bytes that are not UTF-8 as ``\\xff`` escapes
+    (a replacement character would look like the U+FFFD gradgen may have written)."""
+    return data.decode("utf-8", errors="backslashreplace")
+
+
 def _diff(old: str, new: str, old_label: str, new_label: str) -> str:
     return "".join(
         difflib.unified_diff(
@@ -121,10 +127,11 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
         if not os.path.lexists(target):
             out.append(FileStatus(rel, "missing", _diff("", text, "/dev/null", rel)))
             continue
-        current = _read_output(target).decode("utf-8", errors="replace")
-        if current == text:
+        data = _read_output(target)
+        if data == text.encode("utf-8"):  # bytes: decoding would hide a corrupted byte
             out.append(FileStatus(rel, "unchanged"))
             continue
+        current = _shown(data)
         diff = _diff(current, text, f"{rel} (on disk)", f"{rel} (generated)")
         out.append(FileStatus(rel, "changed", diff, changed_ops(current, text)))
     out += [FileStatus(name, "temporary", "", (f"left by a build that was killed (pid "
@@ -144,8 +151,8 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
             why = "its spec was removed" if not os.path.exists(spec) else (
                 "its spec now generates another module"
             )
-            text = _read_output(path).decode("utf-8", errors="replace")
-            diff = _diff(text, "", f"{path.name} (on disk)", "/dev/null")
+            diff = _diff(_shown(_read_output(path)), "", f"{path.name} (on disk)",
+                         "/dev/null")
             out.append(FileStatus(path.name, "orphaned", diff, (why,)))
     return out
 

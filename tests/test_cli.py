@@ -225,3 +225,24 @@ def test_explain_a_generic_op_in_each_dtype():
     refused = invoke("explain", spec, "morse", "--dtype", "float16")
     assert refused.exit_code == 2
     assert "op 'morse' is generated for float32, float64, not float16" in refused.output
+
+
+def test_check_compares_bytes_not_decoded_text(tmp_path):
+    """A generated file whose UTF-8 is corrupted where the text holds U+FFFD (which is
+    what decoding the bad byte with errors="replace" gives back) is stale: check and
+    build compare bytes."""
+    (tmp_path / "u.yaml").write_text(
+        "version: 1\nmodule: u\ndoc: 'A replacement character: \ufffd'\nops:\n"
+        "  - name: f\n    inputs:\n      x: [3]\n    output: x * 2\n", encoding="utf-8")
+    assert invoke("build", "u.yaml", "-o", "out", cwd=tmp_path).exit_code == 0
+    module = tmp_path / "out" / "u.py"
+    good = module.read_bytes()
+    assert good.count("\ufffd".encode()) == 1
+    module.write_bytes(good.replace("\ufffd".encode(), b"\xff"))
+    result = invoke("check", "u.yaml", "-o", "out", cwd=tmp_path)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "out/u.py: changed" in result.stderr
+    assert "-\"\"\"A replacement character: \\xff\"\"\"\n" in result.stdout  # the byte
+    result = invoke("build", "u.yaml", "-o", "out", cwd=tmp_path)
+    assert result.stdout.strip() == "1 written, 0 unchanged"
+    assert module.read_bytes() == good
