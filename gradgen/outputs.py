@@ -118,7 +118,8 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
 
     An orphan is a file in ``out_dir`` with gradgen's header that is not in ``files``,
     whose spec (named in its header) is gone or is one of ``spec_paths`` (which now
-    generate other modules). Files of specs not given are left alone.
+    generate other modules); see :func:`_orphaned` for links. Files of specs not given
+    are left alone.
     """
     out = []
     folder = Path(out_dir)
@@ -145,16 +146,30 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
             header = read_header(path)
             if header is None:
                 continue
-            spec = os.path.realpath(os.path.join(out_dir, header[1]))
-            if os.path.exists(spec) and spec not in given:
+            why = _orphaned(path, header[1], given)
+            if why is None:
                 continue
-            why = "its spec was removed" if not os.path.exists(spec) else (
-                "its spec now generates another module"
-            )
             diff = _diff(_shown(_read_output(path)), "", f"{path.name} (on disk)",
                          "/dev/null")
             out.append(FileStatus(path.name, "orphaned", diff, (why,)))
     return out
+
+
+def _orphaned(path: Path, spec_path: str, given: set[str]) -> str | None:
+    """Why the generated file at ``path``, whose header names ``spec_path``, is an
+    orphan, or None when it is not.
+
+    The spec path is relative to the folder the real file lives in (links resolved: a
+    link in the output folder to a module generated elsewhere names its spec from
+    there). A link is never gradgen's own output (it writes none), so it is an orphan
+    only when its spec is gone, not because its spec now builds this folder's modules.
+    """
+    spec = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(path)), spec_path))
+    if not os.path.exists(spec):
+        return "its spec was removed"
+    if spec in given and not path.is_symlink():
+        return "its spec now generates another module"
+    return None
 
 
 def _read_output(path: Path) -> bytes:

@@ -217,3 +217,41 @@ def test_progress_shows_on_a_terminal_after_a_second(monkeypatch, capsys):
     reporter.end_progress()
     err = capsys.readouterr().err
     assert "deriving seeds.matmul" in err and "seeds.bar" not in err
+
+
+def small_spec(module: str) -> str:
+    """A one-op spec (fast to build) for module ``module``."""
+    return (f"version: 1\nmodule: {module}\nops:\n  - name: f\n    inputs:\n      x: [3]\n"
+            "    output: x * 2\n")
+
+
+def test_a_linked_generated_file_is_judged_from_where_it_lives(tmp_path):
+    """A link in the output folder to a module generated elsewhere: its header's spec
+    path is relative to the real file's folder, so the link is not orphaned while that
+    spec exists, and is (its spec removed) once it is gone. A link is the user's (gradgen
+    writes none): that its spec is built into this folder does not orphan it."""
+    (tmp_path / "specs").mkdir()
+    for name in ("a", "rep"):
+        (tmp_path / "specs" / f"{name}.yaml").write_text(small_spec(name))
+    assert invoke(tmp_path, "build", "specs/rep.yaml", "-o", "generated").exit_code == 0
+    ops = tmp_path / "pkg" / "sub" / "ops"
+    ops.mkdir(parents=True)
+    os.symlink("../../../generated/rep.py", ops / "rep.py")
+    assert invoke(tmp_path, "build", "specs/a.yaml", "-o", "pkg/sub/ops").exit_code == 0
+    result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
+    assert result.exit_code == 0, result.stderr
+    result = invoke(tmp_path, "build", "specs/a.yaml", "-o", "pkg/sub/ops", "--prune")
+    assert result.stdout == "0 written, 1 unchanged\n"
+    assert os.path.islink(ops / "rep.py")
+
+    os.rename(ops / "rep.py", ops / "alias.py")
+    both = ["specs/a.yaml", "specs/rep.yaml", "-o", "pkg/sub/ops"]
+    result = invoke(tmp_path, "check", *both)
+    assert result.exit_code == 1 and "alias.py" not in result.stderr, result.stderr
+    assert invoke(tmp_path, "build", *both, "--prune").stdout == "1 written, 1 unchanged\n"
+    assert os.path.islink(ops / "alias.py")
+
+    (tmp_path / "specs" / "rep.yaml").unlink()
+    result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
+    assert result.exit_code == 1
+    assert "pkg/sub/ops/alias.py: orphaned, its spec was removed" in result.stderr
