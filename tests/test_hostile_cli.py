@@ -453,13 +453,16 @@ def test_tampered_formatted_module_in_the_cache_is_a_miss(tmp_path):
 # ------------------------------------------------------------ 6. interrupted builds
 
 
+DEAD = 2**22 + 12345  # above the default pid_max: never a running process
+
+
 def test_stale_temporaries_are_reported_by_check_and_removed_by_build(tmp_path):
     write(tmp_path, {"s.yaml": SPEC})
     assert attack(tmp_path, ["build", "s.yaml", "-o", "out"]).code == 0
-    dead = 2**22 + 12345  # above the default pid_max: never a running process
-    stale = f".m.py.{dead}.abcd1234.tmp"
+    module = (tmp_path / "out" / "m.py").read_text()
+    stale = f".m.py.{DEAD}.abcd1234.tmp"
     live = f".m.py.{os.getpid()}.efgh5678.tmp"  # this test process is running
-    write(tmp_path, {f"out/{stale}": "half a mod", f"out/{live}": "being written",
+    write(tmp_path, {f"out/{stale}": module[:200], f"out/{live}": module,
                      "out/.m.py.notes": "not gradgen's"})
     result = attack(tmp_path, ["check", "s.yaml", "-o", "out"])
     assert_outcome(result, 1, rf"out/{stale}: temporary, left by a build that was killed")
@@ -471,6 +474,31 @@ def test_stale_temporaries_are_reported_by_check_and_removed_by_build(tmp_path):
     # another build's file, still being written: neither reported nor removed
     assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out"]), 0)
     assert (tmp_path / "out" / live).exists()
+
+
+def test_files_that_only_look_like_temporaries_are_left_alone(tmp_path):
+    """A file is gradgen's temporary only if its name is .<file gradgen writes>.<pid>.
+    <8 random characters>.tmp and it starts with the generated header: anything else,
+    however named, is neither reported by check nor removed by build (gradgen deletes
+    no file without its header)."""
+    write(tmp_path, {"s.yaml": SPEC})
+    assert attack(tmp_path, ["build", "s.yaml", "-o", "out"]).code == 0
+    header = (tmp_path / "out" / "m.py").read_text().splitlines()[0] + "\n"
+    write(tmp_path, {
+        f"out/.notes.txt.{DEAD}.bak.tmp": "notes\n",  # not a file gradgen writes
+        f"out/.m.py.{DEAD}.abcd1234.tmp": "my notes\n",  # no header
+        f"out/.m.py.{DEAD}.ab.tmp": header,  # not a temporary name of gradgen's
+        f"out/.m.py.{DEAD}.abcd12345.tmp": header,
+        f"out/.notes.{DEAD}.abcd1234.tmp": header,
+        f"out/.m.py.0{DEAD}.abcd1234.tmp": header,
+        f"out/..py.{DEAD}.abcd1234.tmp": header,
+        "elsewhere.py": header,
+    })
+    os.symlink("../elsewhere.py", tmp_path / "out" / f".m.py.{DEAD}.abcd5678.tmp")  # a link
+    assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out"]), 0)
+    result = attack(tmp_path, ["build", "s.yaml", "-o", "out"])
+    assert_outcome(result, 0)
+    assert result.stdout == "0 written, 1 unchanged\n"
 
 
 def test_init_never_writes_through_a_link(tmp_path):

@@ -309,7 +309,7 @@ def test_apply_writes_temporary_files_in_the_output_folder(tmp_path, monkeypatch
     apply(plan(files, str(tmp_path), []), files, str(tmp_path))
     ((folder, name, target),) = renames
     assert (folder, target) == (tmp_path, tmp_path / "m.py")
-    # named .<file>.<pid>.<random>.tmp: hidden, and recognisable as an interrupted
-    # write whose process is gone
-    assert re.fullmatch(rf"\.m\.py\.{os.getpid()}\.[A-Za-z0-9_]+\.tmp", name), name
+    # named .<file>.<pid>.<8 random characters>.tmp: hidden, and recognisable as an
+    # interrupted write whose process is gone (with the header, see stale_temporaries)
+    assert re.fullmatch(rf"\.m\.py\.{os.getpid()}\.[a-z0-9_]{{8}}\.tmp", name), name
     assert sorted(os.listdir(tmp_path)) == ["m.py"]
