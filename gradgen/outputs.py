@@ -116,13 +116,18 @@ def _diff(old: str, new: str, old_label: str, new_label: str) -> str:
     )
 
 
-def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[FileStatus]:
-    """Compare generated ``files`` with ``out_dir``: one status per file, plus orphans.
+def plan(files: dict[str, str], out_dir: str, spec_paths: list[str], *,
+         others: frozenset[str] = frozenset(), orphans: str | None = "*.py",
+         temporaries: bool = True) -> list[FileStatus]:
+    """Compare generated ``files`` with ``out_dir``: one status per file, plus orphans
+    and stale temporary files (:func:`stale_temporaries`).
 
-    An orphan is a file in ``out_dir`` with gradgen's header that is not in ``files``,
-    whose spec (named in its header) is gone or is one of ``spec_paths`` (which now
-    generate other modules); see :func:`_orphaned` for links. Files of specs not given
-    are left alone.
+    An orphan is a file in ``out_dir`` named like ``orphans`` (a glob; None: no orphans
+    are looked for) with gradgen's header that is neither in ``files`` nor in ``others``
+    (what the same build writes there besides), whose spec (named in its header) is gone
+    or is one of ``spec_paths`` (which now generate other modules); see
+    :func:`_orphaned` for links. Files of specs not given are left alone. Use
+    :func:`plan_build` for a build's folders.
     """
     out = []
     folder = Path(out_dir)
@@ -140,11 +145,11 @@ def plan(files: dict[str, str], out_dir: str, spec_paths: list[str]) -> list[Fil
         out.append(FileStatus(rel, "changed", diff, changed_ops(current, text)))
     out += [FileStatus(name, "temporary", "", (f"left by a build that was killed (pid "
                                                 f"{pid}); build removes it",))
-            for name, pid in stale_temporaries(folder)]
+            for name, pid in (stale_temporaries(folder) if temporaries else [])]
     given = {os.path.realpath(p) for p in spec_paths}
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.py")):
-            if path.name in files:
+    if orphans is not None and folder.is_dir():
+        for path in sorted(folder.glob(orphans)):
+            if path.name in files or path.name in others:
                 continue
             header = read_header(path)
             if header is None:
@@ -244,6 +249,26 @@ class Output:
     prune: bool = False
 
 
+def plan_build(out_dir: str, files: dict[str, str], spec_paths: list[str],
+               tests_dir: str | None = None, test_files: dict[str, str] | None = None,
+               prune: bool = False) -> list[Output]:
+    """A build's folders, planned: the modules ``files`` in ``out_dir`` and, with
+    ``tests_dir``, the emitted ``test_files`` there (the second :class:`Output`).
+
+    Every file the build writes is its own output wherever it goes: tests emitted into
+    the output folder are not orphans of it, and that folder's orphans and temporary
+    files are reported once.
+    """
+    if not tests_dir:
+        return [Output(out_dir, plan(files, out_dir, spec_paths), files, prune)]
+    test_files = test_files or {}
+    shared = os.path.realpath(tests_dir) == os.path.realpath(out_dir)
+    modules = plan(files, out_dir, spec_paths, others=frozenset(test_files) if shared else
+                   frozenset())
+    tests = plan(test_files, tests_dir, spec_paths, orphans=None, temporaries=not shared)
+    return [Output(out_dir, modules, files, prune), Output(tests_dir, tests, test_files, prune)]
+
+
 def apply(
     statuses: list[FileStatus], files: dict[str, str], out_dir: str, prune: bool = False
 ) -> None:
@@ -320,7 +345,7 @@ def apply_all(outputs: list[Output]) -> None:
 def write_files(files: dict[str, str], folder: str) -> list[FileStatus]:
     """Write ``files`` (a map like :func:`generate_tests` returns) into ``folder``,
     changed ones only; returns their statuses."""
-    statuses = [s for s in plan(files, folder, []) if s.state != "orphaned"]
+    statuses = plan(files, folder, [], orphans=None)
     apply(statuses, files, folder)
     return statuses
 

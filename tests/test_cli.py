@@ -246,3 +246,34 @@ def test_check_compares_bytes_not_decoded_text(tmp_path):
     result = invoke("build", "u.yaml", "-o", "out", cwd=tmp_path)
     assert result.stdout.strip() == "1 written, 0 unchanged"
     assert module.read_bytes() == good
+
+
+def test_tests_emitted_into_the_output_folder_are_its_own(tmp_path):
+    """--emit-tests into the output folder itself: the tests are the build's own
+    outputs there (check passes, --prune keeps them), while the module and tests of a
+    removed spec are still orphans (reported once, pruned together)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"version: 1\nmodule: {name}\nops:\n  - name: f\n    inputs:\n      x: [3]\n"
+            "    output: x * 2\n")
+    both = ["a.yaml", "b.yaml", "-o", "gen", "--emit-tests", "gen"]
+    assert invoke("build", *both, cwd=tmp_path).exit_code == 0
+    result = invoke("check", *both, cwd=tmp_path)
+    assert result.exit_code == 0 and result.stdout == "4 up to date\n", result.stderr
+    result = invoke("build", *both, "--prune", cwd=tmp_path)
+    assert result.stdout == "0 written, 2 unchanged; tests: 0 written\n"
+    assert sorted(os.listdir(tmp_path / "gen")) == [
+        "a.py", "b.py", "test_a_gradients.py", "test_b_gradients.py"]
+
+    (tmp_path / "b.yaml").unlink()
+    one = ["a.yaml", "-o", "gen", "--emit-tests", "gen"]
+    result = invoke("check", *one, cwd=tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr.count("orphaned") == 2
+    assert "gen/b.py: orphaned, its spec was removed; gen/test_b_gradients.py: orphaned, " \
+           "its spec was removed); run: gradgen build a.yaml -o gen --emit-tests gen " \
+           "--prune" in result.stderr
+    result = invoke("build", *one, "--prune", cwd=tmp_path)
+    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
+    assert sorted(os.listdir(tmp_path / "gen")) == ["a.py", "test_a_gradients.py"]
+    assert invoke("check", *one, cwd=tmp_path).exit_code == 0
