@@ -249,6 +249,10 @@ class Output:
     prune: bool = False
 
 
+#: the names of emitted tests (:func:`gradgen.emit.generate_tests`)
+TESTS_GLOB = "test_*_gradients.py"
+
+
 def plan_build(out_dir: str, files: dict[str, str], spec_paths: list[str],
                tests_dir: str | None = None, test_files: dict[str, str] | None = None,
                prune: bool = False) -> list[Output]:
@@ -257,7 +261,9 @@ def plan_build(out_dir: str, files: dict[str, str], spec_paths: list[str],
 
     Every file the build writes is its own output wherever it goes: tests emitted into
     the output folder are not orphans of it, and that folder's orphans and temporary
-    files are reported once.
+    files are reported once. In a separate tests folder, emitted tests
+    (:data:`TESTS_GLOB` with gradgen's header) whose spec was removed or now generates
+    another module are orphans, like modules, and are pruned with them.
     """
     if not tests_dir:
         return [Output(out_dir, plan(files, out_dir, spec_paths), files, prune)]
@@ -265,7 +271,8 @@ def plan_build(out_dir: str, files: dict[str, str], spec_paths: list[str],
     shared = os.path.realpath(tests_dir) == os.path.realpath(out_dir)
     modules = plan(files, out_dir, spec_paths, others=frozenset(test_files) if shared else
                    frozenset())
-    tests = plan(test_files, tests_dir, spec_paths, orphans=None, temporaries=not shared)
+    tests = plan(test_files, tests_dir, spec_paths, orphans=None if shared else TESTS_GLOB,
+                 temporaries=not shared)
     return [Output(out_dir, modules, files, prune), Output(tests_dir, tests, test_files, prune)]
 
 

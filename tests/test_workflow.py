@@ -255,3 +255,36 @@ def test_a_linked_generated_file_is_judged_from_where_it_lives(tmp_path):
     result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
     assert result.exit_code == 1
     assert "pkg/sub/ops/alias.py: orphaned, its spec was removed" in result.stderr
+
+
+def test_orphaned_emitted_tests_are_found_and_pruned(tmp_path):
+    """With emit_tests in [tool.gradgen], removing a spec orphans its module and its
+    tests: check reports both, --prune deletes both. In the tests folder only emitted
+    tests (test_<module>_gradients.py with gradgen's header) are judged; the tests of a
+    spec that is not given are kept, and the header names the spec from the tests'
+    own folder."""
+    (tmp_path / "specs").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "specs" / f"{name}.yaml").write_text(small_spec(name))
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + 'emit_tests = "tests/gradgen"\n')
+    result = invoke(tmp_path, "build")
+    assert result.stdout == "2 written, 0 unchanged; tests: 2 written\n", result.stderr
+    tests = tmp_path / "tests" / "gradgen"
+    header = (tests / "test_a_gradients.py").read_text().splitlines()[0]
+    assert header.endswith(" from ../../specs/a.yaml. DO NOT EDIT.")
+    (tests / "helper.py").write_text(header.replace("a.yaml", "gone.yaml") + "\n")
+    (tests / "test_mine_gradients.py").write_text("def test_x():\n    pass\n")
+    subset = ["specs/a.yaml", "-o", "ops", "--emit-tests", "tests/gradgen"]
+    assert invoke(tmp_path, "check", *subset).exit_code == 0  # b's files: not given
+
+    (tmp_path / "specs" / "b.yaml").unlink()
+    result = invoke(tmp_path, "check")
+    assert result.exit_code == 1
+    assert ("ops/b.py: orphaned, its spec was removed; tests/gradgen/test_b_gradients.py: "
+            "orphaned, its spec was removed); run: gradgen build --prune") in result.stderr
+    result = invoke(tmp_path, "build", "--prune")
+    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
+    assert sorted(os.listdir(tests)) == [
+        "helper.py", "test_a_gradients.py", "test_mine_gradients.py"]
+    assert sorted(os.listdir(tmp_path / "ops")) == ["a.py"]
+    assert invoke(tmp_path, "check").stdout == "2 up to date\n"
