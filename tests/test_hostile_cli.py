@@ -264,6 +264,44 @@ def test_hostile_pyproject_is_a_usage_error(tmp_path, name):
     assert "\x1b" not in attack(tmp_path, ["check"]).stderr
 
 
+def _link_loop(folder: Path) -> None:
+    """``folder/a`` and ``folder/b``, each a link to ``folder``: every path a/b/a/... is
+    a folder, and a glob that follows them has 2**depth of them to list."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.symlink(".", folder / "a")
+    os.symlink(".", folder / "b")
+
+
+@pytest.mark.parametrize("command", ["check", "build"])
+def test_a_recursive_spec_glob_does_not_follow_links(tmp_path, command):
+    """specs = ["d/**/none.yaml"] in a folder with a loop of links: '**' does not
+    descend into links to folders, so the glob ends (no match: exit 2)."""
+    _link_loop(tmp_path / "d")
+    write(tmp_path, {"pyproject.toml": '[tool.gradgen]\nspecs = ["d/**/none.yaml"]\n'})
+    assert_outcome(attack(tmp_path, [command], timeout=30), 2,
+                   r"specs \['d/\*\*/none\.yaml'\] match no file", max_seconds=10)
+
+
+def test_spec_globs_list_a_bounded_number_of_folders(tmp_path):
+    """A glob of '*' parts follows links (as glob does) but lists at most 10000 folders
+    in all: past that, a usage error naming the globs."""
+    _link_loop(tmp_path / "d")
+    pattern = "d/" + "*/" * 20 + "none.yaml"
+    write(tmp_path, {"pyproject.toml": f'[tool.gradgen]\nspecs = ["{pattern}"]\n'})
+    assert_outcome(attack(tmp_path, ["check"], timeout=30), 2,
+                   r"\[tool\.gradgen\] specs \['d/\*/.*'\] search more than 10000 "
+                   r"folders \(in pyproject\.toml\); narrow them", max_seconds=10)
+
+
+def test_a_recursive_spec_glob_finds_specs_in_real_folders(tmp_path):
+    _link_loop(tmp_path / "d")
+    write(tmp_path, {"d/x/y/s.yaml": SPEC, "d/.hidden/t.yaml": spec(module="t"),
+                     "pyproject.toml": '[tool.gradgen]\nspecs = ["d/**/*.yaml"]\n'})
+    result = attack(tmp_path, ["build"], timeout=30)
+    assert_outcome(result, 0, unchanged=False, max_seconds=20)
+    assert sorted(set(result.after) - set(result.before)) == ["generated", "generated/m.py"]
+
+
 def test_pyproject_too_large_is_refused_before_reading(tmp_path):
     sparse(tmp_path / "pyproject.toml")
     assert_outcome(attack(tmp_path, ["build"]), 2,

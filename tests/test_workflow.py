@@ -288,3 +288,30 @@ def test_orphaned_emitted_tests_are_found_and_pruned(tmp_path):
         "helper.py", "test_a_gradients.py", "test_mine_gradients.py"]
     assert sorted(os.listdir(tmp_path / "ops")) == ["a.py"]
     assert invoke(tmp_path, "check").stdout == "2 up to date\n"
+
+
+@pytest.mark.parametrize("pattern", [
+    "s.yaml", "none.yaml", "*.yaml", "specs/*.yaml", "specs/?.yaml", "specs/[ab].yaml",
+    "**/*.yaml", "specs/**/*.yaml", "**/b.yaml", "specs/**/deep/*.yaml", "*/*/*.yaml",
+    ".hidden/*.yaml", "specs/.*.yaml", "./specs/../specs/a.yaml", "specs/[!a]*.yaml",
+    "s*/**/*.y*ml",
+])
+def test_spec_globs_match_what_glob_matches(tmp_path, monkeypatch, pattern):
+    """Without links, [tool.gradgen] specs match what glob.glob(recursive=True) does
+    (hidden names included only by a part that starts with '.')."""
+    import glob
+
+    from gradgen.config import Config
+
+    for rel in ["s.yaml", "specs/a.yaml", "specs/b.yaml", "specs/c.txt", "specs/.h.yaml",
+                "specs/sub/b.yaml", "specs/sub/deep/d.yaml", ".hidden/e.yaml",
+                "specs/.hid/f.yaml", "other/x/y.yaml"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    monkeypatch.chdir(tmp_path)
+    want = sorted(glob.glob(pattern, recursive=True))
+    if not want:
+        with pytest.raises(Exception, match="match no file"):
+            Config(source="pyproject.toml", specs=(pattern,)).spec_paths()
+        return
+    assert Config(source="pyproject.toml", specs=(pattern,)).spec_paths() == want
