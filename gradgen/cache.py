@@ -13,7 +13,8 @@ different gradgen (even an unreleased edit) or environment never reads another's
 entries.
 
 Location: ``$GRADGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgen``, else
-``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (or ``--no-cache``) disables it.
+``~/.cache/gradgen``. ``GRADGEN_CACHE=0`` (also ``false``, ``no``, ``off``, in any case)
+or ``--no-cache`` disables it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ from . import __version__
 from .files import read_bounded
 
 
+OFF = ("0", "false", "no", "off")
+
+
 def enabled() -> bool:
-    return os.environ.get("GRADGEN_CACHE", "1") not in ("0", "false", "no", "off")
+    """False when ``GRADGEN_CACHE`` is one of :data:`OFF`, in any case and with any
+    surrounding white space (``False``, ``OFF``, ``0``); on otherwise."""
+    return os.environ.get("GRADGEN_CACHE", "1").strip().lower() not in OFF
 
 
 def directory() -> Path:

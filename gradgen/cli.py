@@ -224,18 +224,10 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
     _run(lambda: _check_paths([], tests_dir), reporter)
 
     def action():
-        from .emit import build_budget, generate_all, generate_tests
-        from .outputs import Output, apply_all, plan
+        from .outputs import apply_all
 
-        with build_budget():
-            generated = generate_all(specs, out, verify, reporter.progress,
-                                     reporter.strict_accuracy)
-            files = {f"{g.doc.model.module}.py": g.text for g in generated}
-            outputs = [Output(out, plan(files, out, specs), files, prune)]
-            if tests_dir:  # every output is ready before the first file is written
-                test_files = generate_tests(generated, tests_dir, out)
-                outputs.append(Output(tests_dir, [s for s in plan(test_files, tests_dir, [])
-                                                  if s.state != "orphaned"], test_files))
+        # every output is ready before the first file is written
+        generated, outputs = _plan(specs, out, verify, tests_dir, reporter, prune)
         statuses = outputs[0].statuses
         reporter.end_progress()
         if verify:
@@ -254,7 +246,7 @@ def build(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, p
                 reporter.detail(f"{word} {Path(output.folder) / s.path}")
         written = sum(s.state in ("changed", "missing") for s in statuses)
         unchanged = sum(s.state == "unchanged" for s in statuses)
-        orphans = sum(s.state == "orphaned" for s in statuses)
+        orphans = sum(s.state == "orphaned" for o in outputs for s in o.statuses)
         summary = f"{written} written, {unchanged} unchanged"
         if orphans:
             summary += f", {orphans} pruned" if prune else (
@@ -291,18 +283,8 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
     _run(lambda: _check_paths([], tests_dir), reporter)
 
     def action():
-        from .emit import build_budget, generate_all, generate_tests
-        from .outputs import plan
-
-        with build_budget():
-            generated = generate_all(specs, out, verify, reporter.progress,
-                                     reporter.strict_accuracy)
-            files = {f"{g.doc.model.module}.py": g.text for g in generated}
-            statuses = [(out, s) for s in plan(files, out, specs)]
-            if tests_dir:
-                test_files = generate_tests(generated, tests_dir, out)
-                statuses += [(tests_dir, s) for s in plan(test_files, tests_dir, [])
-                             if s.state != "orphaned"]
+        _, outputs = _plan(specs, out, verify, tests_dir, reporter)
+        statuses = [(o.folder, s) for o in outputs for s in o.statuses]
         reporter.end_progress()
         stale = [(folder, s) for folder, s in statuses if s.state != "unchanged"]
         for folder, s in statuses:
@@ -328,6 +310,20 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
         return EXIT_STALE
 
     sys.exit(_run(action, reporter))
+
+
+def _plan(specs, out, verify, tests_dir, reporter: Reporter, prune: bool = False):
+    """(generated modules, :func:`gradgen.outputs.plan_build`'s outputs) of ``specs``:
+    what build writes and check compares, within the build's time budget."""
+    from .emit import build_budget, generate_all, generate_tests
+    from .outputs import plan_build
+
+    with build_budget():
+        generated = generate_all(specs, out, verify, reporter.progress,
+                                 reporter.strict_accuracy)
+        files = {f"{g.doc.model.module}.py": g.text for g in generated}
+        test_files = generate_tests(generated, tests_dir, out) if tests_dir else None
+        return generated, plan_build(out, files, specs, tests_dir, test_files, prune)
 
 
 def _note_unverified(generated, reporter: Reporter) -> None:

@@ -9,7 +9,8 @@ the ``pyproject.toml``'s folder and are returned relative to the working directo
 Example::
 
     [tool.gradgen]
-    specs = ["specs/*.yaml"]      # globs; used when no spec is named on the command line
+    specs = ["specs/*.yaml"]      # globs ("**": any folders below, not through links);
+                                  # used when no spec is named on the command line
     out = "src/mypkg/ops"         # output folder (default: generated)
     emit_tests = "tests/gradgen"  # also write gradient tests there on build
     verify = true                 # numerical check of derived gradients (default true)
@@ -20,9 +21,11 @@ Example::
 from __future__ import annotations
 
 import difflib
-import glob
+import fnmatch
 import os
+import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,9 @@ else:  # pragma: no cover - Python 3.10
 MAX_PYPROJECT_BYTES = 1 << 20
 MAX_SPEC_GLOBS = 100
 MAX_SPEC_FILES = 1000
+#: folders the spec globs may list, all together (a loop of links, '**' over a huge tree)
+MAX_GLOB_FOLDERS = 10000
+_MAGIC = re.compile(r"[*?[]")
 KEYS = {"specs": list, "out": str, "emit_tests": str, "verify": bool, "error_format": str,
         "strict_accuracy": bool}
 
@@ -74,10 +80,13 @@ class Config:
             return []
 
     def spec_paths(self) -> list[str]:
-        """The spec files the globs match, sorted.
+        """The spec files the globs match, sorted (see :func:`_glob`: ``**`` does not
+        enter links to folders).
 
         Raises:
-            UsageError: no globs configured, or they match nothing.
+            UsageError: no globs configured, they match nothing or more than
+                :data:`MAX_SPEC_FILES` files, or they list more than
+                :data:`MAX_GLOB_FOLDERS` folders (a pull request's pyproject.toml).
         """
         if not self.specs:
             raise UsageError(
@@ -85,8 +94,25 @@ class Config:
                 "pyproject.toml"
             )
         paths = set()
+        listed = 0
+
+        def list_folder(folder: str) -> list[os.DirEntry]:
+            nonlocal listed
+            listed += 1
+            if listed > MAX_GLOB_FOLDERS:
+                raise UsageError(
+                    f"[tool.gradgen] specs {list(self.specs)} search more than "
+                    f"{MAX_GLOB_FOLDERS} folders (in {self.source}); narrow them"
+                )
+            try:
+                with os.scandir(folder or ".") as entries:
+                    return list(entries)
+            except OSError:  # missing, not a folder, unreadable: no match there
+                return []
+
         for pattern in self.specs:
-            for p in glob.iglob(pattern, recursive=True):
+            base = os.sep if os.path.isabs(pattern) else ""
+            for p in _glob(base, pattern.replace(os.sep, "/").split("/"), list_folder):
                 if self.root is not None:
                     _inside_project(p, Path(self.root), f"[tool.gradgen] specs (in "
                                     f"{self.source}) match {printable(p)}, which", link=True)
@@ -102,6 +128,65 @@ class Config:
                 f"[tool.gradgen] specs {list(self.specs)} match no file (in {self.source})"
             )
         return paths
+
+
+def _glob(base: str, parts: list[str], list_folder) -> Iterator[str]:
+    """The paths below ``base`` that match the glob ``parts`` (a pattern split at
+    ``/``), as ``glob.iglob(pattern, recursive=True)`` finds them, except that ``**``
+    does not descend into symbolic links to folders (a loop of links is not searched
+    forever). A part that is not ``**`` follows links, as glob does; names starting with
+    ``.`` match only a part that does. Every folder is listed through ``list_folder``
+    (``os.scandir``'s entries), which counts them.
+    """
+    parts = [part for part in parts if part]  # "a//b" is "a/b"
+    if not parts:
+        return
+    part, rest = parts[0], parts[1:]
+    if part == "**":
+        below = _below(base, list_folder)
+        if rest:  # "**" matches no folder, or any folder below
+            for folder in [base, *(path for path, entry in below
+                                   if _is_folder(entry, follow=False))]:
+                yield from _glob(folder, rest, list_folder)
+        else:
+            yield from (path for path, _ in below)
+    elif _MAGIC.search(part):
+        for entry in list_folder(base):
+            if entry.name.startswith(".") and not part.startswith("."):
+                continue
+            if fnmatch.fnmatchcase(entry.name, part):
+                path = os.path.join(base, entry.name)
+                if not rest:
+                    yield path
+                elif _is_folder(entry):
+                    yield from _glob(path, rest, list_folder)
+    elif rest:
+        yield from _glob(os.path.join(base, part), rest, list_folder)
+    elif os.path.lexists(os.path.join(base, part)):
+        yield os.path.join(base, part)
+
+
+def _below(folder: str, list_folder) -> list[tuple[str, os.DirEntry]]:
+    """(path, entry) of everything below ``folder`` but hidden names, without entering
+    links to folders."""
+    found, pending = [], [folder]
+    while pending:
+        current = pending.pop()
+        for entry in list_folder(current):
+            if entry.name.startswith("."):
+                continue
+            path = os.path.join(current, entry.name)
+            found.append((path, entry))
+            if _is_folder(entry, follow=False):
+                pending.append(path)
+    return found
+
+
+def _is_folder(entry: os.DirEntry, follow: bool = True) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:  # a loop of links, a name too long, gone meanwhile
+        return False
 
 
 def _inside_project(text: str, root: Path, what: str, link: bool = False) -> None:

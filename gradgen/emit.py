@@ -21,7 +21,7 @@ import hashlib
 import io
 import os
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -380,7 +380,7 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
     """Pytest modules (``{path relative to tests_dir: text}``), one per spec, that check
     each generated op against ``tf.test.compute_gradient`` and TensorFlow's autodiff of
     the forward as written, at the declared shapes (unknown dims instantiated, size 1
-    included).
+    included). Their header names the spec relative to ``tests_dir`` (links resolved).
 
     Raises:
         UsageError: a test module would have the path of a generated module (tests
@@ -403,7 +403,10 @@ def generate_tests(generated: list[Generated], tests_dir: str, out_dir: str) -> 
                                      "output folder (links resolved)")
         cases = [test_cases(v, g.ranges.get(v.test.get("range_key", v.test["name"])))
                  for v in g.test_views]
-        source = render_tests(g.meta, module_path, g.test_views, cases)
+        # the header names the spec from the tests' own folder, as a module's does
+        meta = replace(g.meta, spec_path=_relative_path(g.doc.path, tests_dir,
+                                                        "spec path (links resolved)"))
+        source = render_tests(meta, module_path, g.test_views, cases)
         files[f"test_{g.meta.name}_gradients.py"] = _format(
             source, len(g.test_views), f"the tests of {g.meta.name}")
     return dict(sorted(files.items()))

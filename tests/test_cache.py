@@ -207,3 +207,18 @@ def test_no_cache_flag_neither_reads_nor_writes(cached, monkeypatch):
     result = runner.invoke(main, ["check", "--no-cache", "seeds.yaml", "-o", "out"])
     assert result.exit_code == 0, result.output
     assert len(calls) == 5  # every op derived again
+
+
+@pytest.mark.parametrize("value", ["0", "false", "False", "FALSE", "no", "No", "off", "OFF",
+                                   " Off ", "0\n"])
+def test_any_spelling_of_off_disables_the_cache(cached, monkeypatch, value):
+    monkeypatch.setenv("GRADGEN_CACHE", value)
+    assert not cache.enabled()
+    cache.put("k" * 64, {"a": 1})
+    assert not (cached / "cache").exists()
+
+
+@pytest.mark.parametrize("value", ["1", "true", "On", "yes", ""])
+def test_other_values_leave_the_cache_on(cached, monkeypatch, value):
+    monkeypatch.setenv("GRADGEN_CACHE", value)
+    assert cache.enabled()

@@ -225,3 +225,55 @@ def test_explain_a_generic_op_in_each_dtype():
     refused = invoke("explain", spec, "morse", "--dtype", "float16")
     assert refused.exit_code == 2
     assert "op 'morse' is generated for float32, float64, not float16" in refused.output
+
+
+def test_check_compares_bytes_not_decoded_text(tmp_path):
+    """A generated file whose UTF-8 is corrupted where the text holds U+FFFD (which is
+    what decoding the bad byte with errors="replace" gives back) is stale: check and
+    build compare bytes."""
+    (tmp_path / "u.yaml").write_text(
+        "version: 1\nmodule: u\ndoc: 'A replacement character: \ufffd'\nops:\n"
+        "  - name: f\n    inputs:\n      x: [3]\n    output: x * 2\n", encoding="utf-8")
+    assert invoke("build", "u.yaml", "-o", "out", cwd=tmp_path).exit_code == 0
+    module = tmp_path / "out" / "u.py"
+    good = module.read_bytes()
+    assert good.count("\ufffd".encode()) == 1
+    module.write_bytes(good.replace("\ufffd".encode(), b"\xff"))
+    result = invoke("check", "u.yaml", "-o", "out", cwd=tmp_path)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "out/u.py: changed" in result.stderr
+    assert "-\"\"\"A replacement character: \\xff\"\"\"\n" in result.stdout  # the byte
+    result = invoke("build", "u.yaml", "-o", "out", cwd=tmp_path)
+    assert result.stdout.strip() == "1 written, 0 unchanged"
+    assert module.read_bytes() == good
+
+
+def test_tests_emitted_into_the_output_folder_are_its_own(tmp_path):
+    """--emit-tests into the output folder itself: the tests are the build's own
+    outputs there (check passes, --prune keeps them), while the module and tests of a
+    removed spec are still orphans (reported once, pruned together)."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"version: 1\nmodule: {name}\nops:\n  - name: f\n    inputs:\n      x: [3]\n"
+            "    output: x * 2\n")
+    both = ["a.yaml", "b.yaml", "-o", "gen", "--emit-tests", "gen"]
+    assert invoke("build", *both, cwd=tmp_path).exit_code == 0
+    result = invoke("check", *both, cwd=tmp_path)
+    assert result.exit_code == 0 and result.stdout == "4 up to date\n", result.stderr
+    result = invoke("build", *both, "--prune", cwd=tmp_path)
+    assert result.stdout == "0 written, 2 unchanged; tests: 0 written\n"
+    assert sorted(os.listdir(tmp_path / "gen")) == [
+        "a.py", "b.py", "test_a_gradients.py", "test_b_gradients.py"]
+
+    (tmp_path / "b.yaml").unlink()
+    one = ["a.yaml", "-o", "gen", "--emit-tests", "gen"]
+    result = invoke("check", *one, cwd=tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr.count("orphaned") == 2
+    assert "gen/b.py: orphaned, its spec was removed; gen/test_b_gradients.py: orphaned, " \
+           "its spec was removed); run: gradgen build a.yaml -o gen --emit-tests gen " \
+           "--prune" in result.stderr
+    result = invoke("build", *one, "--prune", cwd=tmp_path)
+    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
+    assert sorted(os.listdir(tmp_path / "gen")) == ["a.py", "test_a_gradients.py"]
+    assert invoke("check", *one, cwd=tmp_path).exit_code == 0

@@ -264,6 +264,44 @@ def test_hostile_pyproject_is_a_usage_error(tmp_path, name):
     assert "\x1b" not in attack(tmp_path, ["check"]).stderr
 
 
+def _link_loop(folder: Path) -> None:
+    """``folder/a`` and ``folder/b``, each a link to ``folder``: every path a/b/a/... is
+    a folder, and a glob that follows them has 2**depth of them to list."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.symlink(".", folder / "a")
+    os.symlink(".", folder / "b")
+
+
+@pytest.mark.parametrize("command", ["check", "build"])
+def test_a_recursive_spec_glob_does_not_follow_links(tmp_path, command):
+    """specs = ["d/**/none.yaml"] in a folder with a loop of links: '**' does not
+    descend into links to folders, so the glob ends (no match: exit 2)."""
+    _link_loop(tmp_path / "d")
+    write(tmp_path, {"pyproject.toml": '[tool.gradgen]\nspecs = ["d/**/none.yaml"]\n'})
+    assert_outcome(attack(tmp_path, [command], timeout=30), 2,
+                   r"specs \['d/\*\*/none\.yaml'\] match no file", max_seconds=10)
+
+
+def test_spec_globs_list_a_bounded_number_of_folders(tmp_path):
+    """A glob of '*' parts follows links (as glob does) but lists at most 10000 folders
+    in all: past that, a usage error naming the globs."""
+    _link_loop(tmp_path / "d")
+    pattern = "d/" + "*/" * 20 + "none.yaml"
+    write(tmp_path, {"pyproject.toml": f'[tool.gradgen]\nspecs = ["{pattern}"]\n'})
+    assert_outcome(attack(tmp_path, ["check"], timeout=30), 2,
+                   r"\[tool\.gradgen\] specs \['d/\*/.*'\] search more than 10000 "
+                   r"folders \(in pyproject\.toml\); narrow them", max_seconds=10)
+
+
+def test_a_recursive_spec_glob_finds_specs_in_real_folders(tmp_path):
+    _link_loop(tmp_path / "d")
+    write(tmp_path, {"d/x/y/s.yaml": SPEC, "d/.hidden/t.yaml": spec(module="t"),
+                     "pyproject.toml": '[tool.gradgen]\nspecs = ["d/**/*.yaml"]\n'})
+    result = attack(tmp_path, ["build"], timeout=30)
+    assert_outcome(result, 0, unchanged=False, max_seconds=20)
+    assert sorted(set(result.after) - set(result.before)) == ["generated", "generated/m.py"]
+
+
 def test_pyproject_too_large_is_refused_before_reading(tmp_path):
     sparse(tmp_path / "pyproject.toml")
     assert_outcome(attack(tmp_path, ["build"]), 2,
@@ -453,13 +491,16 @@ def test_tampered_formatted_module_in_the_cache_is_a_miss(tmp_path):
 # ------------------------------------------------------------ 6. interrupted builds
 
 
+DEAD = 2**22 + 12345  # above the default pid_max: never a running process
+
+
 def test_stale_temporaries_are_reported_by_check_and_removed_by_build(tmp_path):
     write(tmp_path, {"s.yaml": SPEC})
     assert attack(tmp_path, ["build", "s.yaml", "-o", "out"]).code == 0
-    dead = 2**22 + 12345  # above the default pid_max: never a running process
-    stale = f".m.py.{dead}.abcd1234.tmp"
+    module = (tmp_path / "out" / "m.py").read_text()
+    stale = f".m.py.{DEAD}.abcd1234.tmp"
     live = f".m.py.{os.getpid()}.efgh5678.tmp"  # this test process is running
-    write(tmp_path, {f"out/{stale}": "half a mod", f"out/{live}": "being written",
+    write(tmp_path, {f"out/{stale}": module[:200], f"out/{live}": module,
                      "out/.m.py.notes": "not gradgen's"})
     result = attack(tmp_path, ["check", "s.yaml", "-o", "out"])
     assert_outcome(result, 1, rf"out/{stale}: temporary, left by a build that was killed")
@@ -471,6 +512,31 @@ def test_stale_temporaries_are_reported_by_check_and_removed_by_build(tmp_path):
     # another build's file, still being written: neither reported nor removed
     assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out"]), 0)
     assert (tmp_path / "out" / live).exists()
+
+
+def test_files_that_only_look_like_temporaries_are_left_alone(tmp_path):
+    """A file is gradgen's temporary only if its name is .<file gradgen writes>.<pid>.
+    <8 random characters>.tmp and it starts with the generated header: anything else,
+    however named, is neither reported by check nor removed by build (gradgen deletes
+    no file without its header)."""
+    write(tmp_path, {"s.yaml": SPEC})
+    assert attack(tmp_path, ["build", "s.yaml", "-o", "out"]).code == 0
+    header = (tmp_path / "out" / "m.py").read_text().splitlines()[0] + "\n"
+    write(tmp_path, {
+        f"out/.notes.txt.{DEAD}.bak.tmp": "notes\n",  # not a file gradgen writes
+        f"out/.m.py.{DEAD}.abcd1234.tmp": "my notes\n",  # no header
+        f"out/.m.py.{DEAD}.ab.tmp": header,  # not a temporary name of gradgen's
+        f"out/.m.py.{DEAD}.abcd12345.tmp": header,
+        f"out/.notes.{DEAD}.abcd1234.tmp": header,
+        f"out/.m.py.0{DEAD}.abcd1234.tmp": header,
+        f"out/..py.{DEAD}.abcd1234.tmp": header,
+        "elsewhere.py": header,
+    })
+    os.symlink("../elsewhere.py", tmp_path / "out" / f".m.py.{DEAD}.abcd5678.tmp")  # a link
+    assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out"]), 0)
+    result = attack(tmp_path, ["build", "s.yaml", "-o", "out"])
+    assert_outcome(result, 0)
+    assert result.stdout == "0 written, 1 unchanged\n"
 
 
 def test_init_never_writes_through_a_link(tmp_path):

@@ -217,3 +217,101 @@ def test_progress_shows_on_a_terminal_after_a_second(monkeypatch, capsys):
     reporter.end_progress()
     err = capsys.readouterr().err
     assert "deriving seeds.matmul" in err and "seeds.bar" not in err
+
+
+def small_spec(module: str) -> str:
+    """A one-op spec (fast to build) for module ``module``."""
+    return (f"version: 1\nmodule: {module}\nops:\n  - name: f\n    inputs:\n      x: [3]\n"
+            "    output: x * 2\n")
+
+
+def test_a_linked_generated_file_is_judged_from_where_it_lives(tmp_path):
+    """A link in the output folder to a module generated elsewhere: its header's spec
+    path is relative to the real file's folder, so the link is not orphaned while that
+    spec exists, and is (its spec removed) once it is gone. A link is the user's (gradgen
+    writes none): that its spec is built into this folder does not orphan it."""
+    (tmp_path / "specs").mkdir()
+    for name in ("a", "rep"):
+        (tmp_path / "specs" / f"{name}.yaml").write_text(small_spec(name))
+    assert invoke(tmp_path, "build", "specs/rep.yaml", "-o", "generated").exit_code == 0
+    ops = tmp_path / "pkg" / "sub" / "ops"
+    ops.mkdir(parents=True)
+    os.symlink("../../../generated/rep.py", ops / "rep.py")
+    assert invoke(tmp_path, "build", "specs/a.yaml", "-o", "pkg/sub/ops").exit_code == 0
+    result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
+    assert result.exit_code == 0, result.stderr
+    result = invoke(tmp_path, "build", "specs/a.yaml", "-o", "pkg/sub/ops", "--prune")
+    assert result.stdout == "0 written, 1 unchanged\n"
+    assert os.path.islink(ops / "rep.py")
+
+    os.rename(ops / "rep.py", ops / "alias.py")
+    both = ["specs/a.yaml", "specs/rep.yaml", "-o", "pkg/sub/ops"]
+    result = invoke(tmp_path, "check", *both)
+    assert result.exit_code == 1 and "alias.py" not in result.stderr, result.stderr
+    assert invoke(tmp_path, "build", *both, "--prune").stdout == "1 written, 1 unchanged\n"
+    assert os.path.islink(ops / "alias.py")
+
+    (tmp_path / "specs" / "rep.yaml").unlink()
+    result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
+    assert result.exit_code == 1
+    assert "pkg/sub/ops/alias.py: orphaned, its spec was removed" in result.stderr
+
+
+def test_orphaned_emitted_tests_are_found_and_pruned(tmp_path):
+    """With emit_tests in [tool.gradgen], removing a spec orphans its module and its
+    tests: check reports both, --prune deletes both. In the tests folder only emitted
+    tests (test_<module>_gradients.py with gradgen's header) are judged; the tests of a
+    spec that is not given are kept, and the header names the spec from the tests'
+    own folder."""
+    (tmp_path / "specs").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "specs" / f"{name}.yaml").write_text(small_spec(name))
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + 'emit_tests = "tests/gradgen"\n')
+    result = invoke(tmp_path, "build")
+    assert result.stdout == "2 written, 0 unchanged; tests: 2 written\n", result.stderr
+    tests = tmp_path / "tests" / "gradgen"
+    header = (tests / "test_a_gradients.py").read_text().splitlines()[0]
+    assert header.endswith(" from ../../specs/a.yaml. DO NOT EDIT.")
+    (tests / "helper.py").write_text(header.replace("a.yaml", "gone.yaml") + "\n")
+    (tests / "test_mine_gradients.py").write_text("def test_x():\n    pass\n")
+    subset = ["specs/a.yaml", "-o", "ops", "--emit-tests", "tests/gradgen"]
+    assert invoke(tmp_path, "check", *subset).exit_code == 0  # b's files: not given
+
+    (tmp_path / "specs" / "b.yaml").unlink()
+    result = invoke(tmp_path, "check")
+    assert result.exit_code == 1
+    assert ("ops/b.py: orphaned, its spec was removed; tests/gradgen/test_b_gradients.py: "
+            "orphaned, its spec was removed); run: gradgen build --prune") in result.stderr
+    result = invoke(tmp_path, "build", "--prune")
+    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
+    assert sorted(os.listdir(tests)) == [
+        "helper.py", "test_a_gradients.py", "test_mine_gradients.py"]
+    assert sorted(os.listdir(tmp_path / "ops")) == ["a.py"]
+    assert invoke(tmp_path, "check").stdout == "2 up to date\n"
+
+
+@pytest.mark.parametrize("pattern", [
+    "s.yaml", "none.yaml", "*.yaml", "specs/*.yaml", "specs/?.yaml", "specs/[ab].yaml",
+    "**/*.yaml", "specs/**/*.yaml", "**/b.yaml", "specs/**/deep/*.yaml", "*/*/*.yaml",
+    ".hidden/*.yaml", "specs/.*.yaml", "./specs/../specs/a.yaml", "specs/[!a]*.yaml",
+    "s*/**/*.y*ml",
+])
+def test_spec_globs_match_what_glob_matches(tmp_path, monkeypatch, pattern):
+    """Without links, [tool.gradgen] specs match what glob.glob(recursive=True) does
+    (hidden names included only by a part that starts with '.')."""
+    import glob
+
+    from gradgen.config import Config
+
+    for rel in ["s.yaml", "specs/a.yaml", "specs/b.yaml", "specs/c.txt", "specs/.h.yaml",
+                "specs/sub/b.yaml", "specs/sub/deep/d.yaml", ".hidden/e.yaml",
+                "specs/.hid/f.yaml", "other/x/y.yaml"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    monkeypatch.chdir(tmp_path)
+    want = sorted(glob.glob(pattern, recursive=True))
+    if not want:
+        with pytest.raises(Exception, match="match no file"):
+            Config(source="pyproject.toml", specs=(pattern,)).spec_paths()
+        return
+    assert Config(source="pyproject.toml", specs=(pattern,)).spec_paths() == want
