@@ -283,13 +283,16 @@ def raw_expressions(spec=SPEC):
 
 
 def displayed_expressions(spec=SPEC):
-    """{op: the expression as the README's tables show it} (gradgen's parse, printed by
-    SymPy: display only, never a reference)."""
+    """{op: the expression as the README's tables show it} (gradgen's parse, printed in
+    the spec's syntax, so that it can be copied into a spec: `where(x != 0, ...)`, where
+    SymPy's Piecewise((..., Ne(x, 0)), ...) is not the spec language; display only,
+    never a reference)."""
+    from gradgen.derive import spec_str
     from gradgen.expr import parse_op
     from gradgen.spec import load_spec
 
     doc = load_spec(spec)
-    return {op.name: sympy.sstr(parse_op(doc, i).outputs[0].term.expr)
+    return {op.name: spec_str(parse_op(doc, i).outputs[0].term.expr)
             for i, op in enumerate(doc.model.ops)}
 
 
