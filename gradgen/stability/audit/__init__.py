@@ -20,6 +20,7 @@ mpmath (which SymPy requires).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -170,7 +171,8 @@ def audit_in_budget(op: ir.OpIR, views) -> Audit:
 
     budget = None
     try:
-        with time_budget(op_seconds()) as budget:
+        with time_budget(op_seconds()) as budget, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, never the user's
             return audit_op(op, views)
     except BudgetExceeded as e:
         if e.budget is not budget:
