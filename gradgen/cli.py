@@ -283,7 +283,10 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
     _run(lambda: _check_paths([], tests_dir), reporter)
 
     def action():
+        from .outputs import refuse_foreign_files
+
         _, outputs = _plan(specs, out, verify, tests_dir, reporter)
+        refuse_foreign_files(outputs)  # build would refuse: not "stale, run build"
         statuses = [(o.folder, s) for o in outputs for s in o.statuses]
         reporter.end_progress()
         stale = [(folder, s) for folder, s in statuses if s.state != "unchanged"]
