@@ -30,6 +30,7 @@ import click
 from . import __version__
 from .errors import (
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STALE,
     GradgenError,
@@ -126,7 +127,11 @@ def _run(action, reporter: Reporter):
         return result
     except GradgenError as e:
         _fail(e, reporter)
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:  # Ctrl-C: its own status, not click's "Aborted!" and 1,
+        reporter.end_progress()  # which is check's "stale"
+        click.echo("gradgen: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit:
         raise
     except Exception:  # a gradgen bug: say so, with the traceback for the report
         reporter.end_progress()
@@ -204,7 +209,7 @@ def main() -> None:
 
     Exit status: 0 ok, 1 stale output (check), 2 bad spec or usage, 3 a derived gradient
     failed verification (or, with --strict-accuracy, the accuracy audit), 4 the output
-    could not be written (nothing changed), 123 internal error.
+    could not be written (nothing changed), 123 internal error, 130 interrupted (Ctrl-C).
     """
 
 

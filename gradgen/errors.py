@@ -21,6 +21,7 @@ EXIT_SPEC_ERROR = 2
 EXIT_VERIFY_FAILED = 3
 EXIT_OUTPUT = 4
 EXIT_INTERNAL = 123
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
 @dataclass(frozen=True, order=True)
