@@ -285,6 +285,13 @@ def _horner_in(coefficients: dict, u):
     return 1 + result * squarings(u, powers[-1])
 
 
+def _unit_interval(expr, v, degree: int, dtype: str) -> float:
+    """``h0 = eps**(1/(m + 1 + k))``: the half-width of the polynomial's interval for a
+    function of unit scale in v, where truncation and cancellation balance (``m`` the
+    degree, ``k`` the pole's order, ``eps`` the dtype's unit roundoff)."""
+    return EPSILON[dtype] ** (1.0 / (degree + 1 + _pole_order(expr, v)))
+
+
 def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
     """How :func:`removable_singularities` fills in ``expr``'s removable singularity at
     v = 0: ``(h, w, polynomial)``, the Taylor polynomial of ``degree`` used where
@@ -327,11 +334,10 @@ def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
         return None
     eps = EPSILON[dtype]
     k = _pole_order(expr, v)
-    h0 = eps ** (1.0 / (degree + 1 + k))
     scale = max([1.0] + [q ** (1.0 / (j - r)) for j, q in magnitude.items()
                          if j <= degree + 1 and q > 0])
     target = eps ** ((degree + 1.0) / (degree + 1 + k))
-    h = sympy.Float(f"{h0 / scale:.2g}")
+    h = sympy.Float(f"{_unit_interval(expr, v, degree, dtype) / scale:.2g}")
     for _ in range(60):
         tail = sum(q * float(h) ** (j - r) for j, q in magnitude.items() if j > degree)
         if tail <= target:
@@ -419,7 +425,6 @@ def removable_singularities(
     the factors that vanish at 0 (``sin(x)/x`` in ``exp(x) * sin(x)/x``).
     """
     used = set()
-    eps = EPSILON[dtype]
     degree = TAYLOR_DEGREE[dtype]
 
     def guard(part, v):
@@ -431,7 +436,7 @@ def removable_singularities(
             return None
         used.add("removable_singularity")
         plan = taylor_plan(part, v, degree, dtype, polynomial)
-        h0 = sympy.Float(f"{eps ** (1.0 / (degree + 1 + _pole_order(part, v))):.2g}")
+        h0 = sympy.Float(f"{_unit_interval(part, v, degree, dtype):.2g}")
         if plan is None:  # no interval fits every value of the other inputs: fill v = 0
             nonzero = sympy.Ne(v, 0)
             formula = part.xreplace({v: Guard(v, nonzero, h0)})
