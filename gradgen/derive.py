@@ -544,6 +544,8 @@ class _Deriver:
         self.rules_used.update(used)
         expr, used = absorbed_complements(expr, self.p.dtype)
         self.rules_used.update(used)
+        expr, used = guards.exponent_logs(expr)
+        self.rules_used.update(used)
         return expr
 
     def _check_holomorphic(self, expr, key) -> None:
