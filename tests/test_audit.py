@@ -157,6 +157,25 @@ def test_erfc_far_out_is_the_same_with_either_mpmath_backend(tmp_path):
         assert _exact(tmp_path, "erfc(x)", (x,), "float64") == (-0.0, FINITE)
 
 
+def test_reference_powers_and_bounds():
+    """_pow: a huge integer exponent goes by exp and log, with the sign of an odd power
+    of a negative base (it took every such integer as even); _bounded refuses a complex
+    argument beyond the magnitude too (sin of one took 11 s). Found by a review helper."""
+    from gradgen.stability.audit.reference import MAX_MAGNITUDE_BITS, _bounded, _pow, _Unbounded
+
+    with mpmath.workprec(128):
+        for exponent in (mpmath.mpf(2) ** 80 + 1, mpmath.mpf(2) ** 80, mpmath.mpf(2) ** 90 + 3):
+            odd = int(exponent) % 2 == 1
+            for base in (mpmath.mpf(-0.5), mpmath.mpf(-1), mpmath.mpf(1.5)):
+                value = _pow(base, exponent)
+                assert (value < 0) == (base < 0 and odd), (base, exponent)
+        huge = mpmath.ldexp(mpmath.mpf(1), MAX_MAGNITUDE_BITS + 1)
+        for argument in (huge, mpmath.mpc(huge, 1), mpmath.mpc(1, huge)):
+            with pytest.raises(_Unbounded):
+                _bounded(mpmath.sin)(argument)
+        assert _bounded(mpmath.sin)(mpmath.mpc(1, 2)) == mpmath.sin(mpmath.mpc(1, 2))
+
+
 @pytest.mark.parametrize(
     "output, x, want",
     [

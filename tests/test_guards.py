@@ -192,10 +192,17 @@ def _filled_in_product(formula, factor, coefficients, h: str, v=x):
     for c in reversed(coefficients[2::2]):
         q = (q * square + c) if q != 0 else c
     polynomial = factor * (1 + q * square)
+    return _filled_on(formula, polynomial, w, h, v)
+
+
+def _filled_on(formula, polynomial, w, h: str, v=x):
+    """The formula where |v * w| > h (at v replaced there by h / max(|w|, 1) inside),
+    else the polynomial."""
     h = sympy.Float(h)
     outside = sympy.Abs(v * w) > h
+    safe = h / sympy.Max(sympy.Abs(w), 1)
     return Piecewise(
-        (formula.xreplace({v: Guard(v, outside, h)}), outside), (polynomial, True),
+        (formula.xreplace({v: Guard(v, outside, safe)}), outside), (polynomial, True),
         evaluate=False,
     )
 
@@ -219,15 +226,25 @@ REMOVABLE = [
     (sin(x * y) / x, _filled_in_product(sin(x * y) / x, y, SINC_10, "0.05")),
     (sin(x * y) / y, _filled_in_product(sin(x * y) / y, x, SINC_10, "0.05", y)),
     # no one scale (x and x*y): v = 0 alone is filled in with the limit
-    (sin(x) / x + sin(x * y) / x, _point_filled(sin(x) / x + sin(x * y) / x, 1 + y, "0.05")),
-    # another input as a common factor of every coefficient: the scale is 1
+    (sin(x) / x + sin(x * y) / x, _filled_on(
+        sin(x) / x + sin(x * y) / x,
+        _horner([c * (1 + y ** (k + 1)) for k, c in enumerate(SINC_10)]), 1 + abs(y), "0.05")),
+    # a sum with no plan (cos(y) is no polynomial in y): each term with its own scale
+    (sin(x * y) / x + cos(y) * sin(x) / x,
+     _filled_in_product(sin(x * y) / x, y, SINC_10, "0.05")
+     + cos(y) * _filled(sin(x) / x, _horner(SINC_10), "0.05")),
+    # one term with no one scale whose coefficients are no polynomials in y: x = 0
+    # alone is filled in, with the limit
+    (sin(x) * sin(x * exp(y)) / x**2, _point_filled(
+        sin(x) * sin(x * exp(y)) / x**2, exp(y), "0.062")),
     # pole of order 2: h = eps**(1/13)
     ((x * cos(x) - sin(x)) / x**2, _filled(
         (x * cos(x) - sin(x)) / x**2,
         _horner([0, Rational(-1, 3), 0, Rational(1, 30), 0, Rational(-1, 840), 0,
                  Rational(1, 45360), 0, Rational(-1, 3991680)]),
         "0.062")),
-    # gradgen's xlogy read as x*log(y) for the limit
+    # gradgen's xlogy read as x*log(y) for the limit; y a factor of every coefficient:
+    # the scale is 1
     (xlogy(y, 1 + x) / x, _filled(
         xlogy(y, 1 + x) / x, _horner([y * (-1) ** k / (k + 1) for k in range(11)]),
         "0.05")),

@@ -415,10 +415,27 @@ _SCALED_SINGULARITIES = {
     "one_minus_cos": ("float64", "(1 - cos(x*(y + 2))) / x**2",
                       lambda x, y: (1 - mpmath.cos(x * (y + 2))) / x**2,
                       [(0.04, 998.0), (1e-6, 1.0), (0.003, -30.0), (2e-8, 1e6)]),
-    # no one scale: the formula (its limit at 0 alone), accurate away from 0
+    # no one scale: the polynomial in x on |x| (1 + |y|) <= h (y's degree grows by one
+    # per power of x), the formula beyond
     "two_scales": ("float64", "sin(x) / x + sin(x*y) / x",
                    lambda x, y: mpmath.sin(x) / x + mpmath.sin(x * y) / x,
-                   [(0.04, 1000.0), (0.5, 3.0), (-0.3, 20.0)]),
+                   [(0.04, 1000.0), (0.5, 3.0), (-0.3, 20.0), (1e-4, 3.0), (1e-9, 0.5)]),
+    # a bounded scale in x (y's degree does not grow): the interval |x| <= h; filling
+    # x = 0 alone left the formula's cancellation (value 1.0 for 1.5, d/dx 1e4 for -4e-5
+    # at x = 1e-4). Found by a second review helper
+    "bounded_scale": ("float32", "sin(x) / x + y*(1 - cos(x)) / x**2",
+                      lambda x, y: mpmath.sin(x) / x + y * (1 - mpmath.cos(x)) / x**2,
+                      [(1e-4, 1.0), (0.05, -3.0), (2.0, 2.0)]),
+    # a sum with no plan as a whole (exp(y) is no polynomial in y): each term with its
+    # own scale, where x = 0 alone was filled in
+    "sum_of_scales": ("float64", "sin(x) / x + sin(x*exp(y)) / x",
+                      lambda x, y: mpmath.sin(x) / x + mpmath.sin(x * mpmath.exp(y)) / x,
+                      [(1e-7, 3.0), (1e-3, 5.0), (0.5, -2.0)]),
+    # the first terms of the series fit a function of x*y, the formula does not: its
+    # polynomial in x*y was used at x = 1 when y = 0 (0 for 0.84)
+    "not_of_a_product": ("float64", "sin(x*y + x**21) / x",
+                         lambda x, y: mpmath.sin(x * y + x**21) / x,
+                         [(1.0, 0.0), (1.2, 1e-6), (1e-3, 2.0)]),
 }
 
 
@@ -677,17 +694,41 @@ def test_second_order_of_a_power_in_an_exponent_is_exact_at_whole_exponents(tf, 
     ).replace("module: m", "module: gamma_like"), audit=False)
     f = lambda x, k, t: mpmath.exp((k - 1) * mpmath.log(x) - x / t)  # noqa: E731
     for point in [(0.5, 2.0, 2.0), (0.5, 1.0, 2.0), (3.0, 1.0, 0.7), (150.0, 20.0, 1.0)]:
-        args = [tf.constant([v], tf.float64) for v in point]
-        with tf.GradientTape(persistent=True) as outer:
-            outer.watch(args)
-            with tf.GradientTape() as inner:
-                inner.watch(args)
-                out = module.gamma_like(*args)
-            grads = inner.gradient(out, args)
+        hessian = _hessian(tf, module.gamma_like, point, tf.float64)
         with mpmath.workdps(50):
             at = [mpmath.mpf(v) for v in point]
             for i in range(3):
                 for j in range(3):
                     want = float(mpmath.diff(f, at, tuple((i == q) + (j == q) for q in range(3))))
-                    got = float(outer.gradient(grads[i], args[j])[0])
-                    assert got == pytest.approx(want, rel=1e-12, abs=1e-300), (point, i, j)
+                    assert hessian[i][j] == pytest.approx(want, rel=1e-12, abs=1e-300), (
+                        point, i, j)
+
+
+def _hessian(tf, fn, point, dtype):
+    """The second derivatives d2 fn / d(arg i) d(arg j) at ``point`` (one element each),
+    from two nested tapes."""
+    args = [tf.constant([v], dtype) for v in point]
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch(args)
+        with tf.GradientTape() as inner:
+            inner.watch(args)
+            out = fn(*args)
+        grads = inner.gradient(out, args)
+    return [[float(outer.gradient(g, a)[0]) for a in args] for g in grads]
+
+
+def test_second_order_near_a_scaled_removable_singularity_is_finite(tf, build):
+    """expm1(x*y)/x: inside the polynomial's interval the formula (the branch not taken)
+    was evaluated at x = 0.14, where expm1(0.14 * 1000) overflows in float32, so the
+    second derivative d2/dx dy was NaN at (1e-5, 1000) (exact 1010.05). The formula's
+    point is now h / max(|y|, 1), on the interval's edge. Found by a review helper."""
+    module = build(spec("  - name: f\n    inputs: {x: [null], y: [null]}\n"
+                        "    output: expm1(x*y) / x\n").replace("module: m", "module: edge"),
+                   audit=False)
+    f = lambda x, y: mpmath.expm1(x * y) / x  # noqa: E731
+    for point in [(1e-5, 1000.0), (1e-3, -7.0)]:
+        got = _hessian(tf, module.f, point, tf.float32)[0][1]
+        with mpmath.workdps(50):
+            at = [mpmath.mpf(float(np.float32(v))) for v in point]
+            want = float(mpmath.diff(f, at, (1, 1)))
+        assert got == pytest.approx(want, rel=1e-4), point

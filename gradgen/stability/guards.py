@@ -285,6 +285,46 @@ def _horner_in(coefficients: dict, u):
     return 1 + result * squarings(u, powers[-1])
 
 
+def _function_of_product(expr, v, w, r: int, leading) -> bool:
+    """Whether ``expr`` is exactly ``leading * v**r * F(v * w)`` (``w`` 1: always): the
+    series' first terms can fit that form while the formula does not
+    (``sin(x*y + x**21)/x``: its polynomial in ``x*y`` was used at x = 1 when y = 0,
+    0 for 0.84). Substituting ``v = u / w`` must leave a function of ``u`` alone."""
+    if w == 1:
+        return True
+    u = sympy.Dummy("u", real=True)
+    try:
+        rest = sympy.simplify(_standard(expr).xreplace({v: u / w}) * (w / u) ** r / leading)
+    except (ValueError, TypeError, NotImplementedError, RecursionError):
+        return False
+    return not (rest.free_symbols - {u})
+
+
+def _grown_plan(expr, v, degree: int, dtype: str, coefficients: dict, r: int, polynomial):
+    """The plan (see :func:`taylor_plan`) of a series with no one scale
+    (``sin(x)/x + y*(1 - cos(x))/x**2``, ``sin(x*y)*cos(x)/x``'s derivative): the
+    polynomial in v (coefficients in the other inputs) on ``|v| * w <= h0``, ``w`` the
+    product of ``(1 + |g|)**a`` over the other inputs ``g`` whose degree in the
+    coefficients grows by ``a`` per power of v (1 for ``sin(x*y)``; none for a bounded
+    scale, where the interval is ``h0`` itself). None where a coefficient is not a
+    polynomial in the other inputs."""
+    growth = []
+    for g in sorted(expr.free_symbols - {v}, key=sympy.default_sort_key):
+        try:
+            first = sympy.degree(coefficients[r], g)
+            rate = max([S.Zero] + [sympy.Rational(sympy.degree(c, g) - first, j - r)
+                                   for j, c in coefficients.items() if j > r])
+        except (sympy.PolynomialError, ValueError, TypeError):
+            return None
+        if rate > 0:
+            growth.append((1 + sympy.Abs(g)) ** rate)
+    polynomial = polynomial if polynomial is not None else _taylor(expr, v, degree)
+    if polynomial is None:
+        return None
+    h = sympy.Float(f"{_unit_interval(expr, v, degree, dtype):.2g}")
+    return h, sympy.Mul(*growth), polynomial
+
+
 def _unit_interval(expr, v, degree: int, dtype: str) -> float:
     """``h0 = eps**(1/(m + 1 + k))``: the half-width of the polynomial's interval for a
     function of unit scale in v, where truncation and cancellation balance (``m`` the
@@ -314,9 +354,11 @@ def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
     ``c_r v**r Q(v w)``, ``Q`` in Horner form with number coefficients (its
     coefficients in ``y``, ``y**7/5040``, would overflow for large ``y``).
 
-    None where the ratios are not numbers times powers of one expression (no interval
-    fits every value of the other inputs) or a coefficient ``q_j`` of the polynomial is
-    above the square root of the dtype's largest number (it would overflow).
+    Where the ratios are not numbers times powers of one expression, or the formula is
+    not a function of ``v w`` beyond the terms checked (:func:`_function_of_product`),
+    :func:`_grown_plan`. None where neither fits, or a coefficient ``q_j`` of the
+    polynomial is above the square root of the dtype's largest number (it would
+    overflow).
     ``polynomial``: ``expr``'s Taylor polynomial in v where the caller has it.
     """
     coefficients = _series(expr, v, degree + 1 + TAIL_TERMS)
@@ -326,8 +368,11 @@ def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
     ratios = {j: sympy.simplify(c / coefficients[r])
               for j, c in coefficients.items() if j > r}
     found = _scale_variable(ratios, r)
+    if found is not None and not _function_of_product(expr, v, found[0], r,
+                                                      coefficients[r]):
+        found = None  # the first terms fit c_r v**r Q(v w), but not the whole formula
     if found is None:
-        return None
+        return _grown_plan(expr, v, degree, dtype, coefficients, r, polynomial)
     w, numbers = found
     magnitude = {j: abs(float(q)) for j, q in numbers.items()}
     if any(q > formats.get(dtype).largest ** 0.5 for j, q in magnitude.items() if j <= degree):
@@ -416,9 +461,11 @@ def removable_singularities(
     polynomial's range (double where).
 
     The interval is scaled to the formula by :func:`taylor_plan` (``|100 x| / sqrt(6)``
-    small for ``sin(100*x)/x``, ``|x y|`` for ``sin(x*y)/x``). Where it finds none (the
-    series has no one scale), only ``v = 0`` is filled in, with the limit: the formula
-    is used everywhere else, as written (accurate but for its cancellation near 0).
+    small for ``sin(100*x)/x``, ``|x y|`` for ``sin(x*y)/x``, ``|x| (1 + |y|)`` where
+    the scale grows with y but is no one expression). A sum it finds none for is taken
+    term by term; for a single term without one, only ``v = 0`` is filled in, with the
+    limit: the formula is used everywhere else, as written (accurate but for its
+    cancellation near 0).
 
     Only the smallest part with the pole is expanded: in a sum, the terms with the pole
     (whose sum may have a limit though each alone does not); in a product, the pole with
@@ -434,8 +481,19 @@ def removable_singularities(
         polynomial = _taylor(part, v, degree)
         if polynomial is None:
             return None
-        used.add("removable_singularity")
         plan = taylor_plan(part, v, degree, dtype, polynomial)
+        if plan is None and isinstance(part, sympy.Mul):
+            # a pole times a sum, (1/x) * (exp(y)*cos(x*exp(y)) - ... + cos(x)): the
+            # sum's terms multiplied out, by the inputs they hold
+            sums = [f for f in part.args if isinstance(f, sympy.Add)]
+            if len(sums) == 1:
+                rest = [f for f in part.args if f is not sums[0]]
+                grouped = by_inputs([sympy.Mul(t, *rest) for t in sums[0].args], v)
+                if grouped is not None:
+                    return grouped
+        if plan is None and isinstance(part, sympy.Add):
+            return None  # each term on its own, with its own scale (visit, below)
+        used.add("removable_singularity")
         h0 = sympy.Float(f"{_unit_interval(part, v, degree, dtype):.2g}")
         if plan is None:  # no interval fits every value of the other inputs: fill v = 0
             nonzero = sympy.Ne(v, 0)
@@ -443,10 +501,25 @@ def removable_singularities(
             return sympy.Piecewise((formula, nonzero), (limit, True), evaluate=False)
         h, w, polynomial = plan
         outside = sympy.Abs(v * w) > h
-        # the formula at a point outside the interval where the polynomial is used (h
-        # itself, or h0 where the interval is in v * w: the formula is finite there too)
-        formula = part.xreplace({v: Guard(v, outside, h if w == 1 else h0)})
+        # the formula, where the polynomial is used, at v = h / max(|w|, 1): not 0 (its
+        # pole), and where |w| > 1 on the interval's edge (expm1(x*y)/x at x = 0.14 and
+        # y = 1000 overflowed in the branch not taken: NaN second derivatives)
+        safe = h / sympy.Max(sympy.Abs(w), 1)
+        formula = part.xreplace({v: Guard(v, outside, safe)})
         return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
+
+    def by_inputs(terms, v):
+        """The terms with the pole as groups by the other inputs they hold, each group
+        filled in on its own (with its own scale), where the whole has no plan:
+        sin(x)/x + sin(x*exp(y))/x's derivative, whose terms alone have no finite
+        limit but whose terms in y, and those without, do; else None."""
+        groups: dict = {}
+        for t in terms:
+            groups.setdefault(frozenset(t.free_symbols - {v}), []).append(t)
+        if len(groups) < 2:
+            return None
+        filled = [guard(sympy.Add(*group), v) for group in groups.values()]
+        return None if any(f is None for f in filled) else sympy.Add(*filled)
 
     def visit(e):
         if isinstance(e, sympy.Piecewise):
@@ -464,6 +537,8 @@ def removable_singularities(
                 rest = [t for t in e.args if not _has_pole(t, v)]
                 part = sympy.Add(*with_pole)
                 guarded = guard(part, v) if len(with_pole) > 1 or rest else None
+                if guarded is None and len(with_pole) > 1:
+                    guarded = by_inputs(with_pole, v)
                 if guarded is not None:
                     return sympy.Add(guarded, *(visit(t) for t in rest))
             elif isinstance(e, sympy.Mul):

@@ -55,11 +55,12 @@ MAX_MAGNITUDE_BITS = 2048
 
 
 def _bounded(function):
-    """``function`` refusing (:class:`_Unbounded`) an argument beyond the magnitude."""
+    """``function`` refusing (:class:`_Unbounded`) an argument beyond the magnitude, real
+    or complex (sin of a complex number with a huge real part took 11 s)."""
 
     def call(*args):
         if any(mpmath.mag(a) > MAX_MAGNITUDE_BITS for a in args
-               if isinstance(a, mpmath.mpf) and mpmath.isfinite(a)):
+               if isinstance(a, (mpmath.mpf, mpmath.mpc)) and mpmath.isfinite(a)):
             raise _Unbounded()
         return function(*args)
 
@@ -72,8 +73,11 @@ def _pow(base, exponent):
     if (isinstance(exponent, mpmath.mpf) and mpmath.isfinite(exponent)
             and mpmath.mag(exponent) > 64 and mpmath.isint(exponent)
             and isinstance(base, mpmath.mpf) and mpmath.isfinite(base) and base != 0):
-        # an integer this large is even (its last 64 bits are beyond the precision)
-        return _exp(exponent * mpmath.log(abs(base)))
+        magnitude = _exp(exponent * mpmath.log(abs(base)))
+        # mpmath keeps an odd mantissa: the integer is odd when nothing is shifted in
+        _, mantissa, shift, _ = exponent._mpf_
+        odd = shift == 0 and mantissa & 1
+        return -magnitude if base < 0 and odd else magnitude
     return base**exponent
 
 
