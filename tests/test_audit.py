@@ -1082,9 +1082,21 @@ def test_ops_without_a_differentiable_input_are_not_audited(tmp_path):
                                                 skipped="no differentiable input")
 
 
-def test_printed_code_runs_with_only_the_allowed_builtins(tmp_path):
-    """Defense in depth: the mirror runs printed statements with an allow-list of
-    builtins, so code that reached for open() or __import__ is a MirrorError."""
+# statement put before an op's forward statements -> the MirrorError it must raise
+_REFUSED = [
+    # defense in depth: printed statements run with an allow-list of builtins, so code
+    # that reached for open() or __import__ is a MirrorError
+    ("_ = open('/etc/passwd')", "NameError"),
+    ("_ = __import__('os')", "NameError"),
+    # NumPy drops an imaginary part with only a ComplexWarning: the audit of code that
+    # printed 0.5j into a float32 op measured its real part (and leaked the warning)
+    ("_ = x * 0.5j", "complex"),
+    ("_ = tf.math.exp(0.5j)", "complex"),
+]
+
+
+@pytest.mark.parametrize("code, error", _REFUSED)
+def test_the_mirror_refuses_what_printed_code_must_never_hold(tmp_path, code, error):
     from gradgen.stability.audit.mirror import MirrorError
 
     op = _op(_spec(tmp_path, """
@@ -1093,31 +1105,10 @@ def test_printed_code_runs_with_only_the_allowed_builtins(tmp_path):
           output: 2 * x
     """), "f")
     views = op_views(op)
-    for call in ("open('/etc/passwd')", "__import__('os')"):
-        with pytest.raises(MirrorError, match="NameError"):
-            Program(_first_line(views, f"_ = {call}")).run(F32, {"x": np.array([1.0])})
-
-
-def _first_line(views, code: str):
-    """``views`` with the statement ``code`` before its forward statements."""
     forward = [{"code": code}] + list(views.module["forward"])
-    return dataclasses.replace(views, module={**views.module, "forward": forward})
-
-
-def test_a_complex_constant_in_real_code_is_a_mirror_error(tmp_path):
-    """NumPy drops an imaginary part with only a ComplexWarning: the audit of code that
-    printed 0.5j into a float32 op measured its real part (and leaked the warning)."""
-    from gradgen.stability.audit.mirror import MirrorError
-
-    op = _op(_spec(tmp_path, """
-        - name: f
-          inputs: {x: [null]}
-          output: 2 * x
-    """), "f")
-    views = op_views(op)
-    for code in ("_ = x * 0.5j", "_ = tf.math.exp(0.5j)"):
-        with pytest.raises(MirrorError, match="complex"):
-            Program(_first_line(views, code)).run(F32, {"x": np.array([1.0])})
+    changed = dataclasses.replace(views, module={**views.module, "forward": forward})
+    with pytest.raises(MirrorError, match=error):
+        Program(changed).run(F32, {"x": np.array([1.0])})
 
 
 def test_audit_says_why_it_did_not_run_and_how_many_points_it_drew(tmp_path, no_cache):
