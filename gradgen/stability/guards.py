@@ -318,9 +318,6 @@ def _grown_plan(expr, v, degree: int, dtype: str, coefficients: dict, r: int, po
             return None
         if rate > 0:
             growth.append((1 + sympy.Abs(g)) ** rate)
-    polynomial = polynomial if polynomial is not None else _taylor(expr, v, degree)
-    if polynomial is None:
-        return None
     h = sympy.Float(f"{_unit_interval(expr, v, degree, dtype):.2g}")
     return h, sympy.Mul(*growth), polynomial
 
@@ -332,7 +329,7 @@ def _unit_interval(expr, v, degree: int, dtype: str) -> float:
     return EPSILON[dtype] ** (1.0 / (degree + 1 + _pole_order(expr, v)))
 
 
-def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
+def taylor_plan(expr, v, degree: int, dtype: str, polynomial):
     """How :func:`removable_singularities` fills in ``expr``'s removable singularity at
     v = 0: ``(h, w, polynomial)``, the Taylor polynomial of ``degree`` used where
     ``|v * w| <= h`` (``w`` 1, or an expression in the other inputs), with ``h`` a
@@ -359,7 +356,7 @@ def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
     :func:`_grown_plan`. None where neither fits, or a coefficient ``q_j`` of the
     polynomial is above the square root of the dtype's largest number (it would
     overflow).
-    ``polynomial``: ``expr``'s Taylor polynomial in v where the caller has it.
+    ``polynomial``: ``expr``'s Taylor polynomial in v (:func:`_taylor`), Horner form.
     """
     coefficients = _series(expr, v, degree + 1 + TAIL_TERMS)
     if not coefficients:
@@ -390,13 +387,9 @@ def taylor_plan(expr, v, degree: int, dtype: str, polynomial=None):
         h = sympy.Float(f"{float(h) / 2:.2g}")
     else:
         return None
-    if w == 1:
-        polynomial = polynomial if polynomial is not None else _taylor(expr, v, degree)
-    else:
+    if w != 1:
         q_of_u = {j - r: q for j, q in numbers.items() if j <= degree}
         polynomial = coefficients[r] * v**r * _horner_in(q_of_u, v * w)
-    if polynomial is None:
-        return None
     return h, w, polynomial
 
 
