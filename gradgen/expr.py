@@ -38,7 +38,8 @@ from sympy.core.relational import Relational
 
 from . import shapes as sh
 from .errors import Diagnostic, SpecError
-from . import functions as fn
+from .functions import declarations as fns
+from .functions.registry import ELEMENTWISE, FORM, MATRIX, REAL, REDUCTION, SOFTMAX
 from .naming import EXPRESSION_NAMES
 from .spec import (
     BATCH,
@@ -50,15 +51,6 @@ from .spec import (
     SpecDocument,
     default_memory,
 )
-
-# TensorFlow kernels (forward and VJP) a matrix function prints as, and the float
-# dtypes they lack (TF 2.21 CPU and GPU registrations): the VJP of det() uses an SVD,
-# that of log(det()) a QR and an inverse.
-NO_KERNEL = {
-    "inverse": ("MatrixInverse", ("bfloat16",)),
-    "det": ("MatrixDeterminant and Svd", ("float16", "bfloat16")),
-    "logdet": ("Qr and MatrixInverse", ("bfloat16",)),
-}
 
 MAX_AST_NODES = 2000
 WHERE_INLINE_MAX = 60  # tree size above which a `where` intermediate is its own step
@@ -200,49 +192,23 @@ class _ExprError(Exception):
         self.message = message
 
 
-# Elementwise functions of one argument: name -> SymPy constructor.
+# The spec language's functions, from their declarations (gradgen.functions).
 UNARY: dict[str, Callable] = {
-    "exp": sympy.exp,
-    "sqrt": sympy.sqrt,
-    "sin": sympy.sin,
-    "cos": sympy.cos,
-    "tan": sympy.tan,
-    "asin": sympy.asin,
-    "acos": sympy.acos,
-    "atan": sympy.atan,
-    "sinh": sympy.sinh,
-    "cosh": sympy.cosh,
-    "tanh": sympy.tanh,
-    "asinh": sympy.asinh,
-    "acosh": sympy.acosh,
-    "atanh": sympy.atanh,
-    "erf": sympy.erf,
-    "erfc": sympy.erfc,
-    "Abs": sympy.Abs,
-    "abs": sympy.Abs,
-    "sign": fn.sign,
-    "floor": fn.floor,
-    "ceiling": fn.ceiling,
-    "Heaviside": fn.Heaviside,
-    "log1p": fn.log1p,
-    "expm1": fn.expm1,
-    "sigmoid": fn.sigmoid,
-    "softplus": fn.softplus,
+    s: f.build for f in fns.FUNCTIONS if f.kind == ELEMENTWISE and f.arity == (1, 1)
+    for s in f.spellings
 }
-OTHER_FUNCTIONS = ("log", "atan2", "Max", "Min", "Piecewise", "where")
-# Non-elementwise functions: each call becomes a TensorNode.
-TENSOR_FUNCTIONS = (
-    "transpose", "inverse", "det", "trace", "sum", "mean", "einsum",
-    "max", "min", "logsumexp", "softmax", "log_softmax",
-)
+TENSOR_FUNCTIONS = fns.spellings(MATRIX, REDUCTION, SOFTMAX)
 # Reductions over axes (``axis=``, ``keepdims=``) and the softmax family (``axis=``).
-REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp")
-SOFTMAXES = ("softmax", "log_softmax")
-FUNCTIONS = tuple(sorted(set(UNARY) | set(OTHER_FUNCTIONS) | set(TENSOR_FUNCTIONS)))
+REDUCTIONS = fns.spellings(REDUCTION)
+SOFTMAXES = fns.spellings(SOFTMAX)
+FUNCTIONS = tuple(sorted(fns.spellings(ELEMENTWISE, FORM, MATRIX, REDUCTION, SOFTMAX)))
+# TensorFlow kernels (forward and VJP) a matrix function prints as, and the float
+# dtypes they lack (TF 2.21 CPU and GPU registrations): the VJP of det() uses an SVD,
+# that of log(det()) a QR and an inverse.
+NO_KERNEL = {f.name: f.no_kernel for f in fns.FUNCTIONS if f.no_kernel}
 # Functions added after version 1 of the spec format: specs that name a value like one
 # stay valid (the value wins, and calling it is an error), so these are not reserved.
-UNRESERVED_FUNCTIONS = frozenset({"logsumexp", "softmax", "log_softmax"})
-assert set(FUNCTIONS) <= EXPRESSION_NAMES | UNRESERVED_FUNCTIONS | {"max", "min"}  # builtins
+UNRESERVED_FUNCTIONS = frozenset(FUNCTIONS) - EXPRESSION_NAMES - {"max", "min"}  # builtins
 
 _OPERATORS = {
     ast.Add: "+",
@@ -778,31 +744,16 @@ class _Parser:
             return self._elementwise(node, expr, args)
         for child, arg in zip(node.args, args):
             self._need_value(child, arg)
-        if name in UNARY:
-            self._arity(node, name, args, 1)
-            return self._elementwise(node, UNARY[name](args[0].expr), args)
-        if name == "log":
-            if len(args) == 2:
-                return self._elementwise(
-                    node, sympy.log(args[0].expr) / sympy.log(args[1].expr), args
-                )
-            self._arity(node, name, args, 1)
-            return self._elementwise(node, sympy.log(args[0].expr), args)
-        if name == "atan2":
-            self._arity(node, name, args, 2)
-            return self._elementwise(node, sympy.atan2(args[0].expr, args[1].expr), args)
-        if name in ("Max", "Min"):
-            if len(args) < 2:
-                raise _ExprError(node, f"{name}() takes two or more arguments")
-            for child, a in zip(node.args, args):
-                self._need_real(child, a.expr, f"{name}()")
-            extremum = fn.Max if name == "Max" else fn.Min
-            return self._elementwise(node, extremum(*(a.expr for a in args)), args)
+        function = fns.spelled(name)
+        self._check_arity(node, name, args, function.arity)
+        if function.kind == ELEMENTWISE:
+            for i, (child, a) in enumerate(zip(node.args, args)):
+                if function.arg_kind(i) == REAL:
+                    self._need_real(child, a.expr, f"{name}()")
+            return self._elementwise(node, function.build(*(a.expr for a in args)), args)
         if name == "transpose":
-            self._arity(node, name, args, 1)
             return self._transpose(node, args[0])
         if name in ("inverse", "det", "trace"):
-            self._arity(node, name, args, 1)
             return self._square_node(node, name, args[0])
         raise AssertionError(name)  # every allowed function is handled above
 
@@ -840,9 +791,17 @@ class _Parser:
             raise _ExprError(node, str(e)) from None
 
     def _arity(self, node: ast.AST, name: str, args: list, n: int) -> None:
-        if len(args) != n:
-            plural = "argument" if n == 1 else "arguments"
-            raise _ExprError(node, f"{name}() takes {n} {plural}, got {len(args)}")
+        self._check_arity(node, name, args, (n, n))
+
+    def _check_arity(self, node: ast.AST, name: str, args: list, arity: tuple) -> None:
+        """Refuse a call of ``name`` with a number of arguments outside ``arity`` (the
+        fewest and most, most None for any number above)."""
+        least, most = arity
+        if most is None and len(args) < least:
+            raise _ExprError(node, f"{name}() takes two or more arguments")
+        if most is not None and not least <= len(args) <= most:
+            plural = "argument" if least == 1 else "arguments"
+            raise _ExprError(node, f"{name}() takes {least} {plural}, got {len(args)}")
 
     def _need_value(self, node: ast.AST, term: Term) -> None:
         if term.is_condition:

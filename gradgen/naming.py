@@ -25,8 +25,9 @@ import sys
 IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 MAX_NAME_LENGTH = 64
 
-# Names the expression language gives a meaning to (functions and constants); see
-# gradgen.expr.FUNCTIONS, which asserts that it stays a subset of this set.
+# Names version 1 of the spec format gave a meaning to (functions and constants): they
+# are reserved, and this list never grows. Functions declared later (gradgen.functions)
+# are not reserved, so specs that named a value like one stay valid.
 EXPRESSION_NAMES = frozenset(
     """
     exp log sqrt sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh

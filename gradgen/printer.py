@@ -23,12 +23,12 @@ import contextlib
 import math
 
 import sympy
-from sympy.codegen.cfunctions import Sqrt, expm1, log1p
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from . import functions as fn
+from .functions import declarations as fns
 from . import ir
 from .spec import HALF_DTYPES
 from .stability.guards import clamp_of
@@ -72,55 +72,6 @@ class PrintError(Exception):
         super().__init__(detail or f"{function} has no TensorFlow form")
 
 
-_FUNCTIONS = {
-    sympy.exp: "tf.math.exp",
-    sympy.log: "tf.math.log",
-    sympy.sin: "tf.math.sin",
-    sympy.cos: "tf.math.cos",
-    sympy.tan: "tf.math.tan",
-    sympy.asin: "tf.math.asin",
-    sympy.acos: "tf.math.acos",
-    sympy.atan: "tf.math.atan",
-    sympy.sinh: "tf.math.sinh",
-    sympy.cosh: "tf.math.cosh",
-    sympy.tanh: "tf.math.tanh",
-    sympy.asinh: "tf.math.asinh",
-    sympy.acosh: "tf.math.acosh",
-    sympy.atanh: "tf.math.atanh",
-    sympy.erf: "tf.math.erf",
-    sympy.erfc: "tf.math.erfc",
-    sympy.Abs: "tf.math.abs",
-    sympy.sign: "tf.math.sign",
-    sympy.floor: "tf.math.floor",
-    sympy.ceiling: "tf.math.ceil",
-    sympy.conjugate: "tf.math.conj",
-    Sqrt: "tf.math.sqrt",
-    log1p: "tf.math.log1p",
-    expm1: "tf.math.expm1",
-    fn.sigmoid: "tf.math.sigmoid",
-    fn.softplus: "tf.math.softplus",
-}
-_BINARY = {
-    sympy.atan2: "tf.math.atan2",
-    fn.xlogy: "tf.math.xlogy",
-    fn.xdivy: "tf.math.xdivy",
-    fn.xlog1py: "tf.math.xlog1py",
-    fn.mul_no_nan: "tf.math.multiply_no_nan",
-    fn.Max: "tf.math.maximum",
-    fn.Min: "tf.math.minimum",
-    sympy.Max: "tf.math.maximum",
-    sympy.Min: "tf.math.minimum",
-}
-# Functions printed as calls of helpers defined in the generated module.
-HELPERS = {
-    fn.logsumexp: "_logsumexp",
-    fn.logcosh: "_logcosh",
-    fn.log1mexp: "_log1mexp",
-    fn.erfcx: "_erfcx",
-    fn.log_erfc: "_log_erfc",
-    fn.hypot: "_hypot",
-}
-# Helpers that call other helpers (emitted with them).
 _COMPARISONS = {
     sympy.StrictLessThan: "<",
     sympy.LessThan: "<=",
@@ -337,16 +288,17 @@ class TFPrinter(TensorflowPrinter):
     # ------------------------------------------------------------------ functions
 
     def _print_Function(self, expr):
-        cls = type(expr)
-        if cls in HELPERS:
-            self.helpers.add(HELPERS[cls])
-            return f"{HELPERS[cls]}({self._args(expr.args)})"
-        for klass in cls.__mro__:
-            if klass in _FUNCTIONS:
-                return f"{_FUNCTIONS[klass]}({self._arg(expr.args[0])})"
-            if klass in _BINARY:
-                return self._fold(_BINARY[klass], expr.args)
-        raise PrintError(cls.__name__)
+        """A function call, as its declaration (:mod:`gradgen.functions`) says: a runtime
+        helper, a TensorFlow function of one argument, or one folded over two or more."""
+        function = fns.of_class(type(expr))
+        if function is not None and function.helper:
+            self.helpers.add(function.helper)
+            return f"{function.helper}({self._args(expr.args)})"
+        if function is None or function.tf is None:
+            raise PrintError(type(expr).__name__)
+        if function.arity == (1, 1):
+            return f"{function.tf}({self._arg(expr.args[0])})"
+        return self._fold(function.tf, expr.args)
 
     _print_Expr = _print_Function
     _print_Application = _print_Function

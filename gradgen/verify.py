@@ -30,6 +30,7 @@ import sympy
 from sympy.printing.numpy import NumPyPrinter
 
 from . import functions as fn
+from .functions import declarations as fns
 from . import ir
 from .errors import EXIT_VERIFY_FAILED, GradgenError
 from .spec import COMPLEX_DTYPES, INT_DTYPES
@@ -71,68 +72,6 @@ class VerificationError(GradgenError):
 # ------------------------------------------------------------------ NumPy functions
 
 
-def _guard(u, cond, safe):
-    return np.where(cond, u, safe)
-
-
-def _log1mexp(x):
-    # log(1 - exp(x)), x <= 0: Maechler's two branches, as the printed _log1mexp
-    with np.errstate(divide="ignore", invalid="ignore"):
-        near = x > -math.log(2.0)
-        return np.where(
-            near,
-            np.log(-np.expm1(np.where(near, x, -1.0))),
-            np.log1p(-np.exp(np.where(near, -1.0, x))),
-        )
-
-
-def _sigmoid(x):
-    with np.errstate(over="ignore"):
-        return np.where(np.real(x) >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
-
-
-def _xlogy(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(x == 0, 0.0 * x, x * np.log(np.where(x == 0, 1.0, y)))
-
-
-def _xlog1py(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(x == 0, 0.0 * x, x * np.log1p(np.where(x == 0, 0.0, y)))
-
-
-def _xdivy(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(x == 0, 0.0 * x, x / np.where(x == 0, 1.0, y))
-
-
-def _mul_no_nan(x, y):
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.where(y == 0, 0.0, x * y)
-
-
-def _erfcx_scalar(x):
-    # exp(x**2) * erfc(x); the asymptotic series (DLMF 7.12.1) from x = 10, as the
-    # generated helper does in float64
-    if x < 10.0:
-        return math.exp(x * x) * math.erfc(x) if x > -26.0 else math.inf
-    r, term, total = 0.5 / (x * x), 1.0, 1.0
-    for n in range(1, 13):
-        term *= -(2 * n - 1) * r
-        total += term
-    return total / (x * math.sqrt(math.pi))
-
-
-def _log_erfc_scalar(x):
-    if x < 10.0:
-        return math.log(math.erfc(x))
-    return -x * x + math.log(_erfcx_scalar(x))
-
-
-_erfcx = np.vectorize(_erfcx_scalar, otypes=[float])
-_log_erfc = np.vectorize(_log_erfc_scalar, otypes=[float])
-
-
 def _cofactor(call, a):
     """det(a) * inverse(a)^T from the minors (finite for singular a)."""
     a = np.asarray(a)
@@ -146,56 +85,10 @@ def _cofactor(call, a):
     return np.conj(out) if call.param("conjugate") else out
 
 
-_NUMPY = {
-    "_sigmoid": _sigmoid,
-    "_softplus": lambda x: np.logaddexp(0.0, x),
-    "_xlogy": _xlogy,
-    "_xdivy": _xdivy,
-    "_mul_no_nan": _mul_no_nan,
-    "_xlog1py": _xlog1py,
-    "_logsumexp": lambda *a: reduce(np.logaddexp, a),
-    "_guard": _guard,
-    "_max": lambda *a: reduce(np.maximum, a),
-    "_min": lambda *a: reduce(np.minimum, a),
-    "_log1p": np.log1p,
-    "_expm1": np.expm1,
-    "_square": lambda x: x * x,
-    "_recip": lambda x: 1 / x,
-    "_ratio": lambda a, b: a / b,
-    "_logcosh": lambda x: np.logaddexp(x, -x) - math.log(2.0),
-    "_log1mexp": _log1mexp,
-    "_nan_outside": lambda value, cond: np.where(cond, value, np.nan),
-    "_erf": np.vectorize(math.erf, otypes=[float]),
-    "_erfc": np.vectorize(math.erfc, otypes=[float]),
-    "_erfcx": lambda x: _erfcx(x),
-    "_log_erfc": lambda x: _log_erfc(x),
-    "_hypot": lambda *a: reduce(np.hypot, a),
-}
-_REPLACE = {
-    fn.sigmoid: "_sigmoid",
-    fn.softplus: "_softplus",
-    fn.xlogy: "_xlogy",
-    fn.xdivy: "_xdivy",
-    fn.mul_no_nan: "_mul_no_nan",
-    fn.xlog1py: "_xlog1py",
-    fn.logsumexp: "_logsumexp",
-    fn.Guard: "_guard",
-    fn.Max: "_max",
-    fn.Min: "_min",
-    fn.log1p: "_log1p",
-    fn.Square: "_square",
-    fn.Recip: "_recip",
-    fn.Ratio: "_ratio",
-    fn.logcosh: "_logcosh",
-    fn.log1mexp: "_log1mexp",
-    fn.nan_outside: "_nan_outside",
-    fn.expm1: "_expm1",
-    sympy.erf: "_erf",
-    sympy.erfc: "_erfc",
-    fn.erfcx: "_erfcx",
-    fn.log_erfc: "_log_erfc",
-    fn.hypot: "_hypot",
-}
+# Each declared function with a NumPy implementation, by the name it is evaluated
+# under (lambdify calls an unknown function by its name in the first module).
+_NUMPY = {f"_{f.name}": f.numpy for f in fns.with_numpy()}
+_REPLACE = {cls: f"_{f.name}" for f in fns.with_numpy() for cls in f.classes}
 
 
 # lambdify's own printer settings (sympy/utilities/lambdify.py)

@@ -33,6 +33,7 @@ import mpmath
 import numpy as np
 
 from ... import ir
+from ...functions import declarations as fns
 from .formats import Format
 
 # IR calls that an elementwise op's statements may contain: arithmetic, casts, and the
@@ -131,22 +132,18 @@ class _TF:
     def __init__(self, fmt: Format, n: int):
         self.fmt, self.n = fmt, n
         f, k = self._unary, self._kernel
+        # the declared functions TensorFlow has kernels for (gradgen.functions): exact
+        # ones as they are, the others rounded once from mpmath
         math_ns = {
-            "exp": k(np.exp, mpmath.exp), "log": k(np.log, mpmath.log),
-            "log1p": k(np.log1p, mpmath.log1p), "expm1": k(np.expm1, mpmath.expm1),
-            "sqrt": f(np.sqrt),
+            d.tf_name: f(d.numpy) if d.exact else k(d.numpy, d.mpmath)
+            for d in fns.FUNCTIONS
+            if d.tf_name and d.numpy is not None and (d.exact or d.mpmath is not None)
+        }
+        # what the printer writes besides them, and TensorFlow's NaN-safe products and
+        # extrema, emulated op by op
+        math_ns.update({
             "rsqrt": lambda x: 1.0 / np.sqrt(self._t(x)),
             "square": lambda x: self._t(x) * self._t(x),
-            "sin": k(np.sin, mpmath.sin), "cos": k(np.cos, mpmath.cos),
-            "tan": k(np.tan, mpmath.tan), "asin": k(np.arcsin, mpmath.asin),
-            "acos": k(np.arccos, mpmath.acos), "atan": k(np.arctan, mpmath.atan),
-            "sinh": k(np.sinh, mpmath.sinh), "cosh": k(np.cosh, mpmath.cosh),
-            "tanh": k(np.tanh, mpmath.tanh), "asinh": k(np.arcsinh, mpmath.asinh),
-            "acosh": k(np.arccosh, mpmath.acosh), "atanh": k(np.arctanh, mpmath.atanh),
-            "abs": f(np.abs), "sign": f(np.sign), "floor": f(np.floor), "ceil": f(np.ceil),
-            "erf": k(_erf, mpmath.erf), "erfc": k(_erfc, mpmath.erfc),
-            "sigmoid": k(_sigmoid, _mp_sigmoid), "softplus": k(_softplus, _mp_softplus),
-            "atan2": k(np.arctan2, mpmath.atan2),
             "pow": k(np.power, mpmath.power),
             "xlogy": self._xlogy, "xdivy": self._xdivy, "xlog1py": self._xlog1py,
             "multiply_no_nan": self._multiply_no_nan,
@@ -159,7 +156,7 @@ class _TF:
             "logical_not": lambda a: np.logical_not(a),
             "is_finite": lambda x: np.isfinite(np.asarray(x)),
             "is_inf": lambda x: np.isinf(np.asarray(x)),
-        }
+        })
         self.math = SimpleNamespace(**math_ns)
         self.newaxis = None
         for name in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool"):
@@ -262,18 +259,6 @@ def _unbroadcast_identity(tf_):
     return lambda grad, like: tf_.broadcast_to(grad, None)
 
 
-_erf_vec = np.vectorize(math.erf, otypes=[np.float64])
-_erfc_vec = np.vectorize(math.erfc, otypes=[np.float64])
-
-
-def _erf(x):
-    return _erf_vec(x) if np.size(x) else x
-
-
-def _erfc(x):
-    return _erfc_vec(x) if np.size(x) else x
-
-
 # mpmath's working precision for the kernels: past float64's 53 bits, so that rounding
 # to float64 and then to the dtype is almost always rounding the exact value once.
 KERNEL_BITS = 80
@@ -300,22 +285,6 @@ def _refine(value: np.ndarray, args: list, exact) -> None:
                 continue
             if isinstance(result, mpmath.mpf):  # an mpc: outside the real domain
                 flat[i] = float(result)
-
-
-def _mp_sigmoid(x):
-    return 1 / (1 + mpmath.exp(-x))
-
-
-def _mp_softplus(x):
-    return mpmath.log1p(mpmath.exp(x))
-
-
-def _sigmoid(x):
-    return np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
-
-
-def _softplus(x):
-    return np.logaddexp(0.0, x)
 
 
 # ------------------------------------------------------------------ running

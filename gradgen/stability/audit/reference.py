@@ -33,6 +33,7 @@ import sympy
 from sympy.printing.pycode import MpmathPrinter
 
 from ... import ir
+from ...functions import declarations as fns
 from .formats import Format
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
@@ -81,51 +82,17 @@ def _pow(base, exponent):
     return base**exponent
 
 
-# From here on erfc is its asymptotic series: mpmath's own erfc raises OverflowError
-# there with its pure-Python backend (erfc_check_series squares an int past float's
-# range) but not with gmpy2's, so the audit, and the docstring line it writes, depended
-# on whether gmpy2 was installed. The series' first omitted term, (2K + 1)!!/(2x**2)**(K
-# + 1) relative with K = 12 terms, is below 2**-1600 for x >= 2**64.
-_ERFC_SERIES_FROM = mpmath.mpf(2) ** 64
-_ERFC_TERMS = 12
-
-
-@_bounded
-def _erfc(x):
-    """erfc(x) at mpmath's working precision, the same with either mpmath backend."""
-    if x < _ERFC_SERIES_FROM:
-        return mpmath.erfc(x)
-    inverse = 1 / (2 * x * x)
-    term, total = mpmath.mpf(1), mpmath.mpf(1)
-    for k in range(1, _ERFC_TERMS):
-        term *= -(2 * k - 1) * inverse
-        total += term
-    return mpmath.exp(-x * x) / (x * mpmath.sqrt(mpmath.pi)) * total
-
-
 _exp = _bounded(mpmath.exp)
 
-# How the functions of the expression language that SymPy's mpmath printer does not
-# know evaluate (by printed name), and mpmath's functions whose work grows with their
-# argument's magnitude, bounded. The forward as written holds no other gradgen
-# function (xlogy, logsumexp, Square... are what rewrites and the printer introduce);
-# one that appeared would fall back to :func:`_evalf_function`.
+# How the functions of the expression language evaluate (by printed name), from their
+# declarations (gradgen.functions), mpmath's functions whose work grows with their
+# argument's magnitude bounded. The forward as written holds no other gradgen function
+# (xlogy, logsumexp, Square... are what rewrites and the printer introduce); one that
+# appeared would fall back to :func:`_evalf_function`.
 _NAMESPACE = {
     "_pow": _pow,
-    "exp": _exp,
-    "erfc": _erfc,
-    "sigmoid": _bounded(lambda x: 1 / (1 + mpmath.exp(-x))),
-    "softplus": _bounded(lambda x: mpmath.log1p(mpmath.exp(x))),
-    "Max": max,
-    "Min": min,
-    "log1p": mpmath.log1p,
-    "expm1": _bounded(mpmath.expm1),
-    "Abs": mpmath.fabs,
-    "sign": mpmath.sign,
-    "floor": mpmath.floor,
-    "ceiling": mpmath.ceil,
-    **{name: _bounded(getattr(mpmath, name))
-       for name in ("sin", "cos", "tan", "sinh", "cosh", "erf")},
+    **{cls.__name__: _bounded(f.mpmath) if f.grows else f.mpmath
+       for f in fns.FUNCTIONS if f.mpmath is not None for cls in f.classes},
 }
 # Functions the mpmath printer writes as mpmath calls of the same name, lowercased.
 _PRINTED = {"Piecewise", "atan2", "asin", "acos", "atan", "asinh", "acosh", "atanh"}

@@ -1,0 +1,173 @@
+"""Functions the derivation introduces and no spec names: guards, exact squares and
+reciprocals, the ratio kept as written, NaN outside a domain, and numeric constants as
+atoms.
+
+Receives nothing from a spec (the parser never builds these); the stability rewrites,
+guards and CSE build them, and the printer writes each as one TensorFlow form
+(``tf.where``, ``tf.math.minimum``, ``x * x``...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import sympy
+from sympy import S
+
+from .base import RealUnary
+
+
+class Guard(sympy.Function):
+    """``u`` where ``cond`` holds, else ``safe`` (a value inside ``cond``'s region).
+
+    The inner ``tf.where`` of the "double where" pattern (see :mod:`gradgen.stability.guards`).
+    It is opaque to SymPy on purpose: a Piecewise in its place would be folded into the
+    expression around it (``Piecewise((s, c), (1, True))**-1/2`` becomes
+    ``Piecewise((s**-1/2, c), (1, True))``), which removes the guard.
+    """
+
+    nargs = 3
+
+    @classmethod
+    def eval(cls, u, cond, safe):
+        if cond is sympy.true:
+            return u
+        if cond is sympy.false:
+            return safe
+
+    def _eval_is_real(self):
+        u, _, safe = self.args
+        return (u.is_real and safe.is_real) or None
+
+    def _eval_evalf(self, prec):
+        u, cond, safe = self.args
+        chosen = cond.subs({}) if not isinstance(cond, sympy.Basic) else cond
+        if chosen is sympy.true:
+            return u._eval_evalf(prec)
+        if chosen is sympy.false:
+            return safe._eval_evalf(prec)
+        return None
+
+
+class Square(RealUnary):
+    """``x * x``, kept as one opaque step so that powers are built by repeated squaring
+    (``x**12 = Square(Square(Square(x))) * Square(Square(x))``) and shared by CSE."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_number:
+            return arg**2
+
+    def fdiff(self, argindex=1):
+        return 2 * self.args[0]
+
+    def _eval_evalf(self, prec):
+        return (self.args[0] ** 2)._eval_evalf(prec)
+
+    def _eval_is_nonnegative(self):
+        return self.args[0].is_real or None
+
+
+def squarings(base, n: int):
+    """``base**n`` (n >= 1) by repeated squaring: a product of :class:`Square` steps
+    (``x**12 = Square(Square(Square(x))) * Square(Square(x))``), which SymPy keeps as
+    they are (``(x*y)**2`` would become ``x**2 * y**2``)."""
+    factors, square = [], base
+    while n:
+        if n & 1:
+            factors.append(square)
+        n >>= 1
+        if n:
+            square = Square(square)
+    return sympy.Mul(*factors)
+
+
+class Recip(RealUnary):
+    """``1 / x`` as one opaque step (SymPy would merge ``1/x`` into neighbouring powers of
+    ``x``, undoing the squaring chains built from it)."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_number:
+            return 1 / arg
+
+    def fdiff(self, argindex=1):
+        return -Recip(self.args[0]) ** 2
+
+    def _eval_evalf(self, prec):
+        return (1 / self.args[0])._eval_evalf(prec)
+
+
+class Ratio(sympy.Function):
+    """``a / b`` as one opaque step, for ``a**n * b**-n`` computed as ``(a / b)**n``: the
+    ratio of two large (or small) numbers stays representable where their powers would
+    overflow or underflow (``(sigma / r)**12`` at sigma, r ~ 1e4 in float32, whose
+    ``sigma**12`` is inf and ``r**-12`` is 0). Derivatives: ``1/b`` and ``-a/b**2``."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_number and b.is_number:
+            return a / b
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return Recip(b) if argindex == 1 else -a * Recip(b) ** 2
+
+    def _eval_evalf(self, prec):
+        a, b = self.args
+        return (a / b)._eval_evalf(prec)
+
+    def _eval_is_real(self):
+        a, b = self.args
+        return (a.is_real and b.is_real and b.is_nonzero) or None
+
+
+class nan_outside(sympy.Function):
+    """``value`` where ``cond`` holds, NaN elsewhere (``tf.where(cond, value, nan)``).
+
+    Keeps the domain of an expression as written after a rewrite that would extend it:
+    ``exp(log1p(u))`` is NaN for u < -1, and ``1 + u`` is not, so the rewrite is
+    ``nan_outside(1 + u, u >= -1)`` (PyTensor's ``local_exp_log_nan_switch``). The
+    derivative is ``nan_outside(d value, cond)``.
+    """
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, value, cond):
+        if cond is sympy.true:
+            return value
+        if cond is sympy.false:
+            return S.NaN
+
+    def _eval_derivative(self, s):
+        value, cond = self.args
+        d = value.diff(s)
+        return S.Zero if d.is_zero else nan_outside(d, cond)
+
+    def _eval_evalf(self, prec):
+        value, cond = self.args
+        if cond is sympy.true:
+            return value._eval_evalf(prec)
+        if cond is sympy.false:
+            return S.NaN
+        return None
+
+    def _eval_is_real(self):
+        return None
+
+
+class Const(sympy.Symbol):
+    """A numeric constant that is not a plain number (``sqrt(2/pi)``), held as an atom so
+    that common-subexpression elimination leaves it inline; printed from ``value``."""
+
+    def __new__(cls, value):
+        name = "_const_" + hashlib.sha256(sympy.srepr(value).encode()).hexdigest()[:12]
+        obj = super().__new__(cls, name, real=bool(value.is_real))
+        obj.value = value
+        return obj
+
+    def __getnewargs__(self):
+        return (self.value,)

@@ -1,0 +1,161 @@
+"""Float64 NumPy implementations and mpmath references of the functions in the registry.
+
+:mod:`gradgen.functions.declarations` names one of each per function: build-time
+verification (:mod:`gradgen.verify`) evaluates derived statements with the NumPy ones,
+the accuracy audit's reference (:mod:`gradgen.stability.audit.reference`) evaluates the
+forward as written with the mpmath ones, and the audit's stand-in for TensorFlow
+(:mod:`gradgen.stability.audit.mirror`) rounds the NumPy kernels to a dtype, refined by
+the mpmath ones. NumPy's own functions (``np.exp``...) and mpmath's (``mpmath.sin``...)
+are named directly in the declarations; only what neither library has is here.
+
+Each NumPy function takes and returns float64 (or complex128) arrays and follows the
+TensorFlow op it stands for at its special points (``xlogy(0, 0) = 0``); none warns.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import reduce
+
+import mpmath
+import numpy as np
+
+# ------------------------------------------------------------------ NumPy (float64)
+
+
+def np_guard(u, cond, safe):
+    return np.where(cond, u, safe)
+
+
+def np_log1mexp(x):
+    # log(1 - exp(x)), x <= 0: Maechler's two branches, as the printed _log1mexp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        near = x > -math.log(2.0)
+        return np.where(
+            near,
+            np.log(-np.expm1(np.where(near, x, -1.0))),
+            np.log1p(-np.exp(np.where(near, -1.0, x))),
+        )
+
+
+def np_sigmoid(x):
+    with np.errstate(over="ignore"):
+        return np.where(np.real(x) >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+
+
+def np_xlogy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x * np.log(np.where(x == 0, 1.0, y)))
+
+
+def np_xlog1py(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x * np.log1p(np.where(x == 0, 0.0, y)))
+
+
+def np_xdivy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, 0.0 * x, x / np.where(x == 0, 1.0, y))
+
+
+def np_mul_no_nan(x, y):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(y == 0, 0.0, x * y)
+
+
+def _erfcx_scalar(x):
+    # exp(x**2) * erfc(x); the asymptotic series (DLMF 7.12.1) from x = 10, as the
+    # generated helper does in float64
+    if x < 10.0:
+        return math.exp(x * x) * math.erfc(x) if x > -26.0 else math.inf
+    r, term, total = 0.5 / (x * x), 1.0, 1.0
+    for n in range(1, 13):
+        term *= -(2 * n - 1) * r
+        total += term
+    return total / (x * math.sqrt(math.pi))
+
+
+def _log_erfc_scalar(x):
+    if x < 10.0:
+        return math.log(math.erfc(x))
+    return -x * x + math.log(_erfcx_scalar(x))
+
+
+np_erfcx = np.vectorize(_erfcx_scalar, otypes=[float])
+np_log_erfc = np.vectorize(_log_erfc_scalar, otypes=[float])
+
+
+def np_softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def np_logsumexp(*args):
+    return reduce(np.logaddexp, args)
+
+
+def np_maximum(*args):
+    return reduce(np.maximum, args)
+
+
+def np_minimum(*args):
+    return reduce(np.minimum, args)
+
+
+def np_square(x):
+    return x * x
+
+
+def np_recip(x):
+    return 1 / x
+
+
+def np_ratio(a, b):
+    return a / b
+
+
+def np_logcosh(x):
+    return np.logaddexp(x, -x) - math.log(2.0)
+
+
+def np_nan_outside(value, cond):
+    return np.where(cond, value, np.nan)
+
+
+def np_hypot(*args):
+    return reduce(np.hypot, args)
+
+
+np_erf = np.vectorize(math.erf, otypes=[float])
+np_erfc = np.vectorize(math.erfc, otypes=[float])
+
+
+# ------------------------------------------------------------------ mpmath (any precision)
+
+
+def mp_sigmoid(x):
+    return 1 / (1 + mpmath.exp(-x))
+
+
+def mp_softplus(x):
+    return mpmath.log1p(mpmath.exp(x))
+
+
+# From here on erfc is its asymptotic series: mpmath's own erfc raises OverflowError
+# there with its pure-Python backend (erfc_check_series squares an int past float's
+# range) but not with gmpy2's, so the audit, and the docstring line it writes, depended
+# on whether gmpy2 was installed. The series' first omitted term, (2K + 1)!!/(2x**2)**(K
+# + 1) relative with K = 12 terms, is below 2**-1600 for x >= 2**64.
+_ERFC_SERIES_FROM = mpmath.mpf(2) ** 64
+_ERFC_TERMS = 12
+
+
+def mp_erfc(x):
+    """erfc(x) at mpmath's working precision, the same with either mpmath backend."""
+    if x < _ERFC_SERIES_FROM:
+        return mpmath.erfc(x)
+    inverse = 1 / (2 * x * x)
+    term, total = mpmath.mpf(1), mpmath.mpf(1)
+    for k in range(1, _ERFC_TERMS):
+        term *= -(2 * k - 1) * inverse
+        total += term
+    return mpmath.exp(-x * x) / (x * mpmath.sqrt(mpmath.pi)) * total
