@@ -118,7 +118,7 @@ def _op_entry(
 
 def _derive_print_verify(doc: SpecDocument, index: int, verify: bool):
     """(op IR, views, sampled range or None) of ``doc.model.ops[index]``."""
-    from .derive import derive_op
+    from .pipeline import derive_op
     from .views import RenderError, op_views
 
     op_ir = derive_op(doc, index)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy
 
-from .derive import derive_op
+from .pipeline import derive_op
 from .errors import UsageError
 from .safe import markdown_text
 from .spec import load_spec

@@ -454,7 +454,7 @@ def describe_expression(spec_text: str) -> str:
 def _derived(doc) -> list[str]:
     """The code gradgen derives and prints for the op of ``doc`` (statements with their
     comments), or the refusal."""
-    from gradgen.derive import derive_op
+    from gradgen.pipeline import derive_op
     from gradgen.errors import SpecError
     from gradgen.views import RenderError, op_views
 
@@ -527,7 +527,7 @@ def _spec_path(example: str) -> Path:
 
 def op_views_json(record: str, index: int) -> dict:
     """The views of one op of a record (derived and printed now), as JSON data."""
-    from gradgen.derive import derive_op
+    from gradgen.pipeline import derive_op
     from gradgen.errors import SpecError
     from gradgen.spec import parse_spec
     from gradgen.views import op_views

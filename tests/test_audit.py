@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import gradgen.stability as stable
 from conftest import run_python
 from gradgen.cli import main
-from gradgen.derive import derive_op
+from gradgen.pipeline import derive_op
 from gradgen.emit import generate
 from gradgen.explain import explain_spec
 from gradgen.spec import load_spec
@@ -437,7 +437,7 @@ def test_explain_shows_the_audit(tmp_path, naive):
 
 _DETERMINISM = """
 import json, sys
-from gradgen.derive import derive_op
+from gradgen.pipeline import derive_op
 from gradgen.spec import load_spec
 from gradgen.stability.audit import audit_op
 from gradgen.stability.audit.report import docstring_line

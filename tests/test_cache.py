@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import gradgen.derive
+import gradgen.pipeline
 from conftest import EXAMPLES
 from gradgen import cache
 from gradgen.emit import generate
@@ -24,13 +24,13 @@ def cached(tmp_path, monkeypatch):
 
 def _count_derivations(monkeypatch):
     calls = []
-    original = gradgen.derive.derive_op
+    original = gradgen.pipeline.derive_op
 
     def counting(doc, index):
         calls.append(doc.model.ops[index].name)
         return original(doc, index)
 
-    monkeypatch.setattr(gradgen.derive, "derive_op", counting)
+    monkeypatch.setattr(gradgen.pipeline, "derive_op", counting)
     return calls
 
 
@@ -144,7 +144,7 @@ def test_fingerprint_covers_subpackages_and_templates():
 
     names = {p.relative_to(p.parent.parent).as_posix() for p in cache.code_files()}
     assert "stability/engine.py" in names and "families/logexp.py" in names
-    assert "gradgen/derive.py" in names and "gradgen/cache.py" in names
+    assert "derive/reverse.py" in names and "gradgen/cache.py" in names
     templates = {f"templates/{p.name}" for p in templates_dir().glob("*.j2")}
     assert templates and templates <= names  # every template, e.g. helpers.py.j2
 
@@ -172,7 +172,7 @@ def test_keys_depend_on_gradgen_code(code_copy):
     the fingerprint and so every key; undoing the edit gives the old key back."""
     files = cache.code_files()
     assert all(code_copy in f.parents for f in files)
-    assert any(f.suffix == ".j2" for f in files) and any(f.name == "derive.py" for f in files)
+    assert any(f.suffix == ".j2" for f in files) and any(f.name == "reverse.py" for f in files)
     original = cache.fingerprint()
     original_key = cache.key("op", {"a": 1})
     assert len(original) == 64 and original_key != cache.key("op", {"a": 2})

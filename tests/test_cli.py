@@ -116,12 +116,12 @@ def test_two_specs_for_one_module_are_refused(project):
 
 
 def test_internal_error_exits_123(project, monkeypatch):
-    import gradgen.derive
+    import gradgen.pipeline
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gradgen.derive, "derive_op", broken)
+    monkeypatch.setattr(gradgen.pipeline, "derive_op", broken)
     runner = CliRunner()
     os.chdir(project)
     result = runner.invoke(main, ["build", "examples/seeds.yaml", "-o", "out"])

@@ -11,6 +11,8 @@ import sympy
 import yaml
 
 import gradgen.derive
+import gradgen.derive.elementwise
+import gradgen.pipeline
 from gradgen.emit import generate
 from gradgen.errors import SpecError
 
@@ -77,7 +79,7 @@ def test_unprintable_partial_is_a_spec_error_naming_op_and_function(
     tmp_path, monkeypatch, partial, expected
 ):
     monkeypatch.setattr(
-        gradgen.derive, "simplify_partial", lambda e, rules=(): (partial(e), ())
+        gradgen.derive.elementwise, "simplify_partial", lambda e, rules=(): (partial(e), ())
     )
     with pytest.raises(SpecError) as info:
         source("x * y", {"x": [3], "y": [3]}, tmp_path, name="odd")
@@ -127,7 +129,7 @@ def test_mean_of_squares_plus_eps_needs_no_zero_guard(tmp_path):
 
 
 def test_a_derivative_over_the_size_bound_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", 3)
+    monkeypatch.setattr(gradgen.derive.elementwise, "MAX_PARTIAL_OPS", 3)
     with pytest.raises(SpecError) as info:
         source("exp(sin(x) * cos(y))", {"x": [3], "y": [3]}, tmp_path)
     (d,) = info.value.diagnostics
@@ -141,7 +143,7 @@ def test_a_derivative_over_the_size_bound_is_refused(tmp_path, monkeypatch):
 @pytest.mark.parametrize("length, shown", [(240, "a" * 240), (241, "a" * 237 + "...")])
 def test_long_formulas_are_shortened_to_the_limit(length, shown):
     assert gradgen.derive.FORMULA_MAX_CHARS == 240
-    assert gradgen.derive._shorten("a" * length) == shown
+    assert gradgen.derive.shorten("a" * length) == shown
 
 
 _DEEP = "version: 1\nmodule: m\nops:\n  - name: g\n    inputs: {x: [3]}\n    output: exp(x)\n"
@@ -157,15 +159,15 @@ _DEEP = "version: 1\nmodule: m\nops:\n  - name: g\n    inputs: {x: [3]}\n    out
 def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, reason):
     from gradgen.spec import parse_spec
 
-    def runaway(self):
+    def runaway(*args):
         if raised is None:
             time.sleep(5)  # the 0.25 s budget interrupts it
         raise raised
 
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.25")
-    monkeypatch.setattr(gradgen.derive._Deriver, "run", runaway)
+    monkeypatch.setattr(gradgen.pipeline, "derive", runaway)
     with pytest.raises(SpecError) as info:
-        gradgen.derive.derive_op(parse_spec(_DEEP.encode(), "s.yaml"), 0)
+        gradgen.pipeline.derive_op(parse_spec(_DEEP.encode(), "s.yaml"), 0)
     (d,) = info.value.diagnostics
     assert d.format() == (
         f"s.yaml:4:5: error: op 'g': {reason}; simplify the expression, or split it into "
@@ -179,7 +181,7 @@ def _op(output, inputs, where=None):
     op = {"name": "f", "inputs": inputs, **({"where": where} if where else {}), "output": output}
     doc = parse_spec(yaml.safe_dump({"version": 1, "module": "m", "ops": [op]},
                                     sort_keys=False).encode(), "s.yaml")
-    return doc, gradgen.derive.derive_op(doc, 0)
+    return doc, gradgen.pipeline.derive_op(doc, 0)
 
 
 def test_partials_carry_their_sympy_form_for_explain():
@@ -197,13 +199,13 @@ def test_the_partial_size_bound_is_inclusive(monkeypatch):
 
     text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
         "name": "f", "inputs": {"x": [3], "y": [3]}, "output": "exp(sin(x) * cos(y))"}]})
-    op = gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+    op = gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
     largest = max(sympy.count_ops(p.expr) for p in op.partials)
-    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", largest)
-    gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)  # at the bound: kept
-    monkeypatch.setattr(gradgen.derive, "MAX_PARTIAL_OPS", largest - 1)
+    monkeypatch.setattr(gradgen.derive.elementwise, "MAX_PARTIAL_OPS", largest)
+    gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)  # at the bound: kept
+    monkeypatch.setattr(gradgen.derive.elementwise, "MAX_PARTIAL_OPS", largest - 1)
     with pytest.raises(SpecError):
-        gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+        gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
 
 
 def test_an_unprintable_function_in_a_derivative_is_named():
@@ -216,17 +218,20 @@ def test_an_unprintable_function_in_a_derivative_is_named():
     doc = parse_spec(text.encode(), "s.yaml")
     from gradgen.expr import parse_op
 
-    deriver = gradgen.derive._Deriver(doc, parse_op(doc, 0))
+    from gradgen.derive.context import Derivation
+    from gradgen.derive.elementwise import check_printable
+
+    derivation = Derivation.start(parse_op(doc, 0), doc)
     x, y = sympy.symbols("x y", real=True)
     expr = sympy.DiracDelta(y) + sympy.DiracDelta(x) * sympy.Heaviside(x)
     with pytest.raises(SpecError) as info:
-        deriver._check_printable(expr, ("ops", 0, "output"), "derivative d(out)/d(x)")
+        check_printable(derivation, expr, ("ops", 0, "output"), "derivative d(out)/d(x)")
     (diag,) = info.value.diagnostics
     assert diag.message == (
         "the derivative d(out)/d(x) contains DiracDelta, which has no TensorFlow form "
         "(from DiracDelta(x)); rewrite the expression"
     )
-    deriver._check_printable(sympy.exp(x), ("ops", 0, "output"), "value")  # printable
+    check_printable(derivation, sympy.exp(x), ("ops", 0, "output"), "value")  # printable
 
 
 @pytest.mark.parametrize("output", ["sqrt(-1 - x * x)", "acos(2 + x * x)"])
@@ -238,7 +243,7 @@ def test_a_real_op_whose_derivative_is_imaginary_is_refused(output):
     text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
         "name": "f", "inputs": {"x": [None]}, "output": output}]})
     with pytest.raises(SpecError) as info:
-        gradgen.derive.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+        gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
     (diag,) = info.value.diagnostics
     assert diag.message.startswith("the derivative d(out)/d(x) is not real (")
     assert "I" in diag.message and "declare a complex dtype" in diag.message

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import gradgen.derive
+import gradgen.pipeline
 import gradgen.emit
 from conftest import EXAMPLES, import_source
 from gradgen.cli import main
@@ -160,7 +160,7 @@ def test_build_interrupted_while_deriving_changes_nothing(tmp_path, monkeypatch)
     try:
         specs, before = _project(tmp_path)
         calls = {"n": 0}
-        original = gradgen.derive.derive_op
+        original = gradgen.pipeline.derive_op
 
         def interrupted(doc, index):
             calls["n"] += 1
@@ -168,7 +168,7 @@ def test_build_interrupted_while_deriving_changes_nothing(tmp_path, monkeypatch)
                 raise KeyboardInterrupt
             return original(doc, index)
 
-        monkeypatch.setattr(gradgen.derive, "derive_op", interrupted)
+        monkeypatch.setattr(gradgen.pipeline, "derive_op", interrupted)
         result = CliRunner().invoke(main, ["build", *specs, "-o", "out"])
         # its own status and message (it was click's "Aborted!" and 1, check's "stale")
         assert result.exit_code == 130 and calls["n"] == 12

@@ -1,4 +1,4 @@
-"""Cheaper sums in unbroadcasting (gradgen.derive._Deriver._reduced): a term whose sum
+"""Cheaper sums in unbroadcasting (gradgen.derive.unbroadcast.reduced): a term whose sum
 over the reduced axes is exactly 0 (``C * (x - mu)`` with ``mu`` the mean of ``x`` there)
 is left out, and factors constant along those axes multiply the sum instead of every
 element. Checked on the code and on the numbers: first and second derivatives against

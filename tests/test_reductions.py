@@ -292,7 +292,7 @@ def test_max_ties_share_the_gradient(tf, modules):
 @pytest.mark.parametrize("written", ["max(x)", "logsumexp(x)", "softmax(x)",
                                      "log_softmax(x)", "min(x, axis=0)"])
 def test_complex_ops_refuse_real_only_reductions(written):
-    from gradgen.derive import derive_op
+    from gradgen.pipeline import derive_op
 
     text = (
         "version: 1\nmodule: m\ndtype: complex64\nops:\n  - name: f\n"

@@ -21,7 +21,7 @@ reduced). A ``sum`` of exponentials is replaced only where the program takes its
 or divides by it: a plain ``sum(exp(u))`` is kept (its overflow is the true value's).
 A ``mean`` needs a statically known count. The forward of each node is shifted by the
 maximum (``_reduce_logsumexp``, ``_softmax``, ``_log_softmax`` in the generated
-module), and its VJP is written in softmax form (:meth:`gradgen.derive._Deriver._node_vjp`).
+module), and its VJP is written in softmax form (:mod:`gradgen.derive.reductions`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""Derivation: a parsed op -> its VJP, with unbroadcasting, stable forms and CSE.
+
+Receives a :class:`gradgen.expr.Program` (the parser runs first: see
+:func:`gradgen.pipeline.derive_op`). Returns an :class:`gradgen.ir.OpIR` whose backward
+statements compute, for every differentiable input ``x``,
+
+    grad_x = sum over outputs k of unbroadcast_x(upstream_k * conj(d out_k / d x))
+
+reduced back to the input's declared shape (see :func:`gradgen.shapes.reduction_plan`),
+with ``conj`` the identity for real dtypes (TensorFlow's convention for complex inputs
+is the conjugate of the derivative times the upstream value).
+
+The passes, in the order :func:`derive` runs them (each module's docstring says what it
+receives and returns):
+
+1. stable reductions (:func:`gradgen.stability.reductions.stabilize_reductions`):
+   naive log-sum-exp and softmax written with ``sum`` become stable nodes;
+2. :mod:`.lower`: locals named, node symbols renamed, the forward in stable forms
+   (:mod:`.stabilize`); what a complex op or ``fuse: xla`` cannot compute is refused
+   (:mod:`.plans`);
+3. :mod:`.forward`: each node's and output's value, finalized with guards;
+4. :mod:`.reverse`: reverse mode over the tensor nodes, with symbolic partials for the
+   elementwise parts between them (:mod:`.elementwise`), each node's VJP rule
+   (:mod:`.reductions`, :mod:`.matrix`), and contributions unbroadcast per output shape
+   before they are added (:mod:`.unbroadcast`);
+5. :mod:`.cse`: one common-subexpression elimination over forward and backward
+   together, with cheaper forms (:mod:`.forms`);
+6. :mod:`.plans`: what ``memory: recompute`` computes again;
+7. :mod:`.assemble`: the :class:`~gradgen.ir.OpIR`.
+
+:mod:`.text` writes the formulas docstrings and comments show. All passes share one
+:class:`~gradgen.derive.context.Derivation`.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..expr import Program
+from ..spec import SpecDocument
+from ..stability.reductions import stabilize_reductions
+from . import assemble, cse, forward, lower, plans, reverse
+from .context import Derivation
+from .reductions import OPS as REDUCTION_OPS
+from .stabilize import simplify_partial
+from .text import FORMULA_MAX_CHARS, shorten, spec_str
+
+__all__ = ["derive", "simplify_partial", "spec_str", "shorten", "FORMULA_MAX_CHARS",
+           "REDUCTION_OPS"]
+
+
+def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
+    """The VJP of ``program``, an op of ``doc``, as printable IR.
+
+    Raises:
+        SpecError: a derivative cannot be expressed with TensorFlow ops, is too large,
+            or the op uses what its dtype or fusion cannot compute (the message names
+            the op and the expression).
+    """
+    program, used = stabilize_reductions(program)
+    d = Derivation.start(program, doc)
+    d.rules_used.update(used)
+    lowered = lower.lower(d)
+    lower.check_complex(d, lowered)
+    plans.check_fusion(d)
+    forward_values = forward.forward_values(d, lowered)
+    backward = reverse.reverse(d, lowered)
+    # integer inputs compute as floats under their own local names
+    floats = assemble.float_locals(d)
+
+    def to_float(values):
+        return [(t, ir.map_value(v, lambda e: e.xreplace(floats)), c) for t, v, c in values]
+
+    fwd, bwd = cse.share(d, to_float(forward_values), to_float(backward.statements),
+                         lowered.where_exprs)
+    cast = assemble.casts(d, floats, fwd + bwd)
+    fwd = cast + fwd
+    recomputed = plans.recomputed(fwd, bwd) if program.memory == "recompute" else ()
+    return assemble.op_ir(d, lowered, backward, fwd, bwd, recomputed, floats, cast)

@@ -1,0 +1,141 @@
+"""Partials and VJPs of elementwise expressions.
+
+Receives an elementwise expression (an output, an intermediate node's value, a compound
+operand of a tensor node), the cotangent ``g`` that flows into it and its declared
+shape. Adds to the :class:`~gradgen.derive.cotangents.Cotangents`, for every symbol
+``v`` a gradient flows to, the contribution ``g * conj(d expr / d v)`` (``conj`` the
+identity for real ops: TensorFlow's convention for complex inputs), the partial
+differentiated symbolically (SymPy), simplified in stable forms and finalized with
+guards; and lists each partial for the docstring (:class:`gradgen.ir.PartialIR`).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from .. import ir
+from .. import shapes as sh
+from .context import Derivation
+from .cotangents import Contribution, Cotangents
+from .stabilize import finalize, simplify_partial
+from .text import shorten, spec_str
+
+MAX_PARTIAL_OPS = 5000
+# SymPy objects a derivative may hold that have no TensorFlow form.
+_UNPRINTABLE = (
+    sympy.Derivative,
+    sympy.Subs,
+    sympy.Integral,
+    sympy.DiracDelta,
+    sympy.Heaviside,
+    sympy.re,
+    sympy.im,
+)
+
+
+def check_printable(d: Derivation, expr, key, what: str) -> None:
+    """Refuse a derived expression the printer cannot write as TensorFlow code.
+
+    Raises:
+        SpecError: an imaginary part in a real op, or a SymPy object with no
+            TensorFlow form (an unevaluated derivative, a Dirac delta...).
+    """
+    if not d.program.is_complex and expr.has(sympy.I):
+        # SymPy takes sqrt(-1 - x**2) as I*sqrt(x**2 + 1) for real x: a real op
+        # whose derivative is imaginary would print a complex constant into float
+        # code (TypeError when the gradient runs)
+        raise d.error(
+            key,
+            f"the {what} is not real ({shorten(spec_str(expr))}): SymPy finds "
+            "part of the expression imaginary for every real input (as "
+            "sqrt(-1 - x**2) = I*sqrt(1 + x**2)); declare a complex dtype, or "
+            "rewrite it",
+        )
+    for cls in _UNPRINTABLE:
+        found = expr.atoms(cls)
+        if found:
+            name = cls.__name__
+            raise d.error(
+                key,
+                f"the {what} contains {name}, which has no TensorFlow form "
+                f"(from {shorten(spec_str(sorted(found, key=sympy.default_sort_key)[0]))}); "
+                "rewrite the expression",
+            )
+
+
+def partial(d: Derivation, expr, wrt, key, label):
+    """``d expr / d wrt``, simplified in stable forms.
+
+    Raises:
+        SpecError: it has more than :data:`MAX_PARTIAL_OPS` operations, or no
+            TensorFlow form (:func:`check_printable`).
+    """
+    result = d.applied(simplify_partial(sympy.diff(expr, wrt), d.rules))
+    if sympy.count_ops(result) > MAX_PARTIAL_OPS:
+        raise d.error(
+            key,
+            f"the derivative {label} has more than {MAX_PARTIAL_OPS} operations; "
+            "split the expression into `where` intermediates",
+        )
+    check_printable(d, result, key, f"derivative {label}")
+    return result
+
+
+def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, key, docs,
+                    narrow=None) -> None:
+    """Contributions of ``g * conj(d expr/d v)`` to every differentiable symbol ``v``.
+
+    ``narrow``: ``(g's shape, widened)`` where ``g`` is smaller than ``shape`` (a
+    keepdims reduction's cotangent); ``widened()`` gives ``g`` broadcast to
+    ``shape``, used for the partials whose product with ``g`` would not have it.
+    """
+    key_text = d.key(key)
+    show = d.display.show
+    for v in sorted(expr.free_symbols & d.diff_symbols, key=str):
+        if expr == v:  # the output is this value itself: the cotangent passes through
+            passed = g if narrow is None else narrow[1]()
+            state.add(v, Contribution(passed, shape))
+            continue
+        label = f"d({out_name})/d({v.name})"
+        p = partial(d, expr, v, key, label)
+        docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p)))
+        if p == 0:
+            continue
+        code = finalize(d, p, partial=True)
+        if not d.program.is_complex:
+            code = _pull_sign(code)
+        g_v = g
+        if narrow is not None and not _covers(d, code, narrow[0], shape):
+            g_v = narrow[1]()
+        term = g_v * (sympy.conjugate(code) if d.program.is_complex else code)
+        # no provenance for a constant partial or a single value: the code says it
+        comments = () if p.is_number or p.is_Symbol else (
+            shorten(f"{label} = {show(p)}  ({key_text})"),)
+        state.add(v, Contribution(term, shape, comments))
+
+
+def _covers(d: Derivation, expr, g_shape: sh.Shape, shape: sh.Shape) -> bool:
+    """Whether ``g * expr`` has ``shape`` by broadcasting, for a ``g`` of ``g_shape``
+    (every symbol of ``expr`` of known shape)."""
+    symbols = expr.free_symbols
+    if any(s not in d.shape_of for s in symbols):
+        return False
+    factory = sh.DimFactory()
+    actual = sh.broadcast_all([g_shape] + [d.shape_of[s] for s in symbols], factory)
+    return sh.same_shape(actual, shape)
+
+
+def _pull_sign(expr):
+    """``expr`` with each Piecewise whose branches are all negated written as the
+    negation of one: ``where(c, -r, -sign(r)) = -where(c, r, sign(r))``, so that CSE
+    shares the product with the upstream between the partials of ``f(a - b)`` with
+    respect to ``a`` and ``b`` (one ``where`` and one product, not two of each)."""
+    def negated(value):
+        return value.is_zero or value.could_extract_minus_sign()
+
+    def matches(e):
+        return (isinstance(e, sympy.Piecewise) and all(negated(v) for v, _ in e.args)
+                and not all(v.is_zero for v, _ in e.args))
+
+    return expr.replace(
+        matches, lambda e: -sympy.Piecewise(*[(-v, c) for v, c in e.args], evaluate=False))

@@ -1,0 +1,87 @@
+"""Cheaper equal forms for printed code, applied to values just before CSE.
+
+Receives SymPy expressions (forward values and backward contributions, stable forms and
+guards already in place) and returns equal expressions that are cheaper to compute and
+read as written: ratios of powers as powers of the ratio, integer and half-integer
+powers by repeated squaring, and numeric constants as single atoms (so that CSE keeps
+them inline). Nothing here changes a value beyond rounding.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from .. import functions as fn
+from ..stability import guards
+
+
+def ratio_powers(e):
+    """``a**p * b**-q`` (p, q >= 2) as ``Ratio(a, b)**m * a**(p - m) * b**-(q - m)``,
+    ``m = min(p, q)``, pairing the highest powers first: the forward as the user wrote
+    it (``(sigma / r)**6``, which SymPy distributes into ``sigma**6 * r**-6``), finite
+    where the separate powers would overflow or underflow. None when nothing pairs."""
+    if not isinstance(e, sympy.Mul):
+        return None
+    pos, neg, rest = [], [], []
+    for factor in e.args:
+        base, exp = factor.as_base_exp()
+        if exp.is_Integer and not base.is_number and abs(int(exp)) >= 2:
+            (pos if exp > 0 else neg).append([base, abs(int(exp))])
+        else:
+            rest.append(factor)
+    if not pos or not neg:
+        return None
+    pos.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
+    neg.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
+    factors = []
+    for (a, p), (b, q) in zip(pos, neg):
+        m = min(p, q)
+        factors += [fn.Ratio(a, b) ** m, a ** (p - m), b ** (m - q)]
+    for base, exp in pos[len(neg):]:
+        factors.append(base ** exp)
+    for base, exp in neg[len(pos):]:
+        factors.append(base ** -exp)
+    return sympy.Mul(*rest, *factors)
+
+
+def cheap_forms(expr, chains: bool):
+    """Cheaper equal forms for code: ratios of powers as powers of the ratio
+    (:func:`ratio_powers`); with ``chains``, integer and half-integer powers by
+    repeated squaring (``r**-12`` is 4 products after one division, not a ``pow`` call,
+    which costs an exp and a log per element); and non-trivial numeric constants as
+    atoms (so CSE keeps them inline)."""
+
+    def fix(e):
+        if isinstance(e, sympy.Pow) and e.exp.is_Rational and not e.base.is_number:
+            p, q = int(e.exp.p), int(e.exp.q)
+            if q == 1 and p >= 2:
+                return fn.squarings(e.base, p)
+            if q == 1 and p <= -2:
+                return fn.squarings(fn.Recip(e.base), -p)
+            if q == 2 and abs(p) >= 3:
+                half = sympy.Pow(e.base, sympy.Rational(1 if p > 0 else -1, 2))
+                base = e.base if p > 0 else fn.Recip(e.base)
+                return sympy.Mul(fn.squarings(base, abs(p) // 2), half)
+        return None
+
+    expr = guards._bottom_up(expr, ratio_powers)
+    return constants(guards._bottom_up(expr, fix) if chains else expr)
+
+
+def constants(expr):
+    """Non-trivial numeric constants (``sqrt(2)/sqrt(pi)``) as single ``Const`` atoms,
+    the numeric factors of a product merged into one, so that CSE does not hoist them
+    into temporaries of their own (``t = math.sqrt(2) * (1 / math.sqrt(math.pi))``)."""
+    if not isinstance(expr, sympy.Expr) or expr.is_Atom:
+        return expr
+    if expr.is_number:
+        return fn.Const(expr)
+    if isinstance(expr, sympy.Mul):
+        numbers = [a for a in expr.args if a.is_number]
+        rest = [constants(a) for a in expr.args if not a.is_number]
+        coeff = sympy.Mul(*numbers)
+        if not coeff.is_Atom:
+            coeff = fn.Const(coeff)
+        return sympy.Mul(coeff, *rest)
+    args = tuple(constants(a) for a in expr.args)
+    return expr if args == expr.args else expr.func(*args)

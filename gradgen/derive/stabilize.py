@@ -1,0 +1,69 @@
+"""Stable rewrites and guards, as the derivation applies them (the rules themselves are
+:mod:`gradgen.stability`'s).
+
+* :func:`rewritten`: a forward expression in stable forms (``log(1 + exp(u))`` is
+  ``softplus(u)``), before it is differentiated, so that its derivative is stable too;
+* :func:`simplify_partial`: a partial derivative in stable forms, the simpler of two
+  equal candidates;
+* :func:`finalize`: the printable form of a forward value or partial: kinks as
+  Piecewise, guards where the formula is 0/0, inf * 0 or outside its domain, and
+  cheaper forms whose extra error is bounded in the op's dtype.
+
+Each receives SymPy expressions and returns SymPy expressions of the same value,
+recording the rules used in the :class:`~gradgen.derive.context.Derivation`.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from .. import stability as stable
+from ..stability import guards
+from ..stability.cheaper import absorbed_complements
+from .context import Derivation
+
+
+def rewritten(d: Derivation, expr):
+    """``expr`` (a parsed forward expression) with node symbols renamed to their
+    locals, in stable forms."""
+    return d.applied(stable.rewrite(expr.xreplace(d.rename), d.rules))
+
+
+def simplify_partial(
+    expr: sympy.Basic, rules: tuple[stable.Rule, ...] = stable.RULES
+) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """A simpler equal form of ``expr``, after stable rewrites.
+
+    SymPy's ``simplify`` is not used: its run time is unbounded (minutes on a ten-term
+    partial) and it tends to combine terms over a common denominator, which is slower
+    and less stable to evaluate. Instead the candidates are the expression as
+    differentiated (SymPy already cancels and collects while building it) and
+    ``factor_terms`` of it (common factors pulled out), and the one with the fewest
+    operations wins; ties go to SymPy's canonical sort key, so the choice is
+    deterministic.
+
+    Returns:
+        The chosen expression and the names of the stable rules it used.
+    """
+    expr, used = stable.rewrite(expr, rules)
+    if expr.is_Atom:
+        return expr, used
+    candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr), rules)]
+    return min(candidates, key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
+
+
+def finalize(d: Derivation, expr, partial: bool = False):
+    """The printable form of a forward value or partial: kinks as Piecewise, guards
+    where the formula is 0/0, inf * 0 or outside its domain, and cheaper forms whose
+    extra error is bounded in the op's dtype (real ops; complex ones are returned as
+    they are). A ``partial`` first gets the zero subgradients of its kinks."""
+    if d.program.is_complex:
+        return expr
+    dtype = d.program.dtype
+    if partial:
+        expr = d.applied(guards.zero_subgradients(expr))
+    expr = d.applied(guards.removable_singularities(expr, dtype))
+    expr = d.applied(guards.guard_branches(guards.kinks_to_piecewise(expr)))
+    expr = d.applied(guards.vanishing_products(expr, dtype))
+    expr = d.applied(absorbed_complements(expr, dtype))
+    return d.applied(guards.exponent_logs(expr))
