@@ -46,7 +46,8 @@ from .stability.cheaper import CHEAPER, absorbed_complements
 from .stability.reductions import RULES as REDUCTION_RULES
 from .stability.reductions import stabilize_reductions
 from .errors import Diagnostic, SpecError
-from .expr import Program, TensorNode, parse_op
+from .expr import parse_op
+from .graph import Program, TensorNode
 from .naming import NameScope
 from .spec import HALF_DTYPES, SpecDocument, format_key_path
 

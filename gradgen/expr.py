@@ -30,16 +30,24 @@ from __future__ import annotations
 import ast
 import difflib
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import sympy
-from sympy.core.relational import Relational
 
 from . import shapes as sh
 from .errors import Diagnostic, SpecError
 from .functions import declarations as fns
 from .functions.registry import ELEMENTWISE, FORM, MATRIX, REAL, REDUCTION, SOFTMAX
+from .graph import (
+    NODE_NAMES,
+    InputVar,
+    Output,
+    Program,
+    Term,
+    TensorNode,
+    expanded_size,
+    node_assumptions,
+)
 from .naming import EXPRESSION_NAMES
 from .spec import (
     BATCH,
@@ -58,131 +66,6 @@ MAX_AST_DEPTH = 64
 MAX_INT_LITERAL = 2**53
 MAX_CONSTANT_LOG10 = 300
 MAX_CONSTANT_BITS = 1100  # a rational's numerator or denominator: about 330 digits
-
-
-@dataclass(frozen=True)
-class Term:
-    """A parsed (sub)expression.
-
-    Attributes:
-        expr: the SymPy expression (a relational or boolean for conditions).
-        shape: declared shape of the value as written.
-        leaves: input and node symbols written in it (even ones SymPy simplified away).
-        is_condition: True for comparisons and their boolean combinations.
-    """
-
-    expr: Any
-    shape: sh.Shape
-    leaves: frozenset = frozenset()
-    is_condition: bool = False
-
-
-@dataclass(frozen=True)
-class InputVar:
-    """An op input: its symbol, declared shape and dtype.
-
-    Attributes:
-        name: the user's name (also the generated parameter name).
-        symbol: SymPy symbol, declared real for real dtypes.
-        shape: declared shape (``null`` dims are :class:`~gradgen.shapes.Unknown`, a
-            leading ``...`` a :class:`~gradgen.shapes.Batch`).
-        declared: the dims as written in the spec (ints, names, None; ``Ellipsis`` for
-            a leading ``...``).
-        dtype: TF dtype name.
-        differentiable: whether a gradient is returned.
-        key: spec key path of the input.
-        domain: ``(low, high)`` declared for tests and verification, or None.
-    """
-
-    name: str
-    symbol: sympy.Symbol
-    shape: sh.Shape
-    declared: tuple
-    dtype: str
-    differentiable: bool
-    key: Loc
-    domain: tuple | None = None
-
-    @property
-    def is_integer(self) -> bool:
-        return self.dtype in INT_DTYPES
-
-
-@dataclass(frozen=True)
-class TensorNode:
-    """A non-elementwise op of the forward program.
-
-    Attributes:
-        symbol: stands for the result in later expressions.
-        op: one of :data:`NODE_OPS`.
-        args: operand expressions (elementwise SymPy expressions).
-        arg_shapes: declared shapes of the operands.
-        shape: declared shape of the result.
-        key: spec key path of the expression it appears in.
-        name_hint: preferred local name (a ``where`` name when the node is one).
-        arg_leaves: per operand, the leaf symbols written in it (even ones SymPy
-            simplified away: ``sum(x - x)`` still has the shape of ``x``).
-        params: op parameters as sorted (name, value) pairs: ``axes`` and ``keepdims``
-            for sum/mean (axes normalized by :func:`~gradgen.shapes.normalize_axes`:
-            non-negative, or counted from the end for a shape with ``...``), ``subscripts`` (the operands'
-            and the output's index strings) for einsum.
-    """
-
-    symbol: sympy.Symbol
-    op: str
-    args: tuple
-    arg_shapes: tuple
-    shape: sh.Shape
-    key: Loc
-    name_hint: str
-    params: tuple = ()
-    arg_leaves: tuple = ()
-
-    def param(self, name: str):
-        return dict(self.params)[name]
-
-
-@dataclass(frozen=True)
-class Output:
-    """One output: its name, term and spec key path."""
-
-    name: str
-    term: Term
-    key: Loc
-
-
-@dataclass(frozen=True)
-class Program:
-    """An op's forward computation, ready for derivation.
-
-    Attributes:
-        name: the op's name.
-        doc: the op's doc text, or None.
-        inputs: in declaration order.
-        nodes: non-elementwise ops in evaluation order.
-        where: named intermediates in order (name, term).
-        outputs: in order; ``single`` says the op returns one tensor, not a tuple.
-        dtype: the compute dtype (the float/complex dtype of the non-integer inputs).
-        key: spec key path of the op.
-    """
-
-    name: str
-    doc: str | None
-    inputs: tuple[InputVar, ...]
-    nodes: tuple[TensorNode, ...]
-    where: tuple[tuple[str, Term], ...]
-    outputs: tuple[Output, ...]
-    single: bool
-    dtype: str
-    key: Loc
-    memory: str = "save"
-    fuse: str = "none"
-    shape_of: dict = field(default_factory=dict, compare=False, repr=False)
-    factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
-
-    @property
-    def is_complex(self) -> bool:
-        return self.dtype in COMPLEX_DTYPES
 
 
 class _ExprError(Exception):
@@ -261,56 +144,6 @@ _FORBIDDEN = {
     ast.YieldFrom: "'yield' is not allowed",
     ast.Slice: "slices are not allowed",
 }
-
-
-# Local names for node results in generated code, unless a `where` or output names them.
-_NODE_NAMES = {
-    "elementwise": "value",
-    "matmul": "product",
-    "transpose": "transposed",
-    "inverse": "inv",
-    "det": "det",
-    "logdet": "logdet",
-    "trace": "trace",
-    "sum": "total",
-    "mean": "average",
-    "einsum": "contraction",
-    "max": "largest",
-    "min": "smallest",
-    "logsumexp": "lse",
-    "softmax": "probs",
-    "log_softmax": "log_probs",
-}
-NODE_OPS = tuple(_NODE_NAMES)
-
-
-def node_assumptions(op: str, arg, is_complex: bool) -> dict:
-    """SymPy assumptions for the symbol standing for a node's result: real for real
-    dtypes, >= 0 for a sum/mean/max/min of something >= 0 (so d/ds sqrt(s + eps) needs
-    no zero guard), > 0 for a softmax (so its log may split), <= 0 for a log-softmax."""
-    if is_complex:
-        return {}
-    assumptions = {"real": True}
-    if op in ("sum", "mean", "max", "min") and arg.is_nonnegative:
-        assumptions["nonnegative"] = True
-    if op == "softmax":
-        assumptions["positive"] = True
-    if op == "log_softmax":
-        assumptions["nonpositive"] = True
-    return assumptions
-
-
-def expanded_size(expr, limit: int = 10**9) -> int:
-    """Size of ``expr`` as a tree (shared subexpressions counted each time they occur),
-    computed on the DAG in linear time."""
-    sizes: dict = {}
-
-    def size(e):
-        if e not in sizes:
-            sizes[e] = min(limit, 1 + sum(size(a) for a in e.args))
-        return sizes[e]
-
-    return size(expr)
 
 
 def _balanced(text: str) -> bool:
@@ -859,7 +692,7 @@ class _Parser:
                 arg_shapes=tuple(a.shape for a in args),
                 shape=shape,
                 key=self.key,
-                name_hint=hint or _NODE_NAMES[op],
+                name_hint=hint or NODE_NAMES[op],
                 params=params,
                 arg_leaves=tuple(a.leaves for a in args),
             )
