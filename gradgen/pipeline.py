@@ -2,7 +2,7 @@
 
 Receives a loaded spec document and an op's index. Returns the op's
 :class:`gradgen.ir.OpIR` (:func:`derive_op`). The parser (:mod:`gradgen.expr`) turns the
-op's expressions into a :class:`~gradgen.expr.Program`; derivation
+op's expressions into a :class:`~gradgen.graph.Program`; derivation
 (:mod:`gradgen.derive`) turns that into the forward and VJP statements. Printing,
 verification and the accuracy audit follow in :mod:`gradgen.emit`.
 """

@@ -248,7 +248,7 @@ def test_a_tree_python_cannot_build_is_refused_not_a_traceback():
 
 
 def test_running_out_of_stack_while_building_is_a_diagnostic(monkeypatch):
-    from gradgen.expr import _Parser
+    from gradgen.expr.parser import _Parser
 
     def deep(self, node):
         raise RecursionError
@@ -264,7 +264,7 @@ def test_a_node_type_without_a_visitor_is_refused_by_name():
     """A node type a later Python adds (3.14's template strings) is refused, named."""
     import ast
 
-    from gradgen.expr import _Parser
+    from gradgen.expr.parser import _Parser
 
     class TemplateStr(ast.expr):
         _fields = ()

@@ -1,6 +1,6 @@
 """Derivation: a parsed op -> its VJP, with unbroadcasting, stable forms and CSE.
 
-Receives a :class:`gradgen.expr.Program` (the parser runs first: see
+Receives a :class:`gradgen.graph.Program` (the parser runs first: see
 :func:`gradgen.pipeline.derive_op`). Returns an :class:`gradgen.ir.OpIR` whose backward
 statements compute, for every differentiable input ``x``,
 
@@ -35,7 +35,7 @@ receives and returns):
 from __future__ import annotations
 
 from .. import ir
-from ..expr import Program
+from ..graph import Program
 from ..spec import SpecDocument
 from ..stability.reductions import stabilize_reductions
 from . import assemble, cse, forward, lower, plans, reverse

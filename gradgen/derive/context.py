@@ -1,6 +1,6 @@
 """What the passes of one op's derivation share.
 
-Receives a parsed op (:class:`gradgen.expr.Program`) and the spec document it came from
+Receives a parsed op (:class:`gradgen.graph.Program`) and the spec document it came from
 (for error locations and the names the module already binds). Returns a
 :class:`Derivation`: the op, one :class:`~gradgen.naming.NameScope` for every local the
 generated function binds, the declared shape of every symbol, the stable rules in use
@@ -19,7 +19,7 @@ import sympy
 
 from .. import stability as stable
 from ..errors import Diagnostic, SpecError
-from ..expr import Program
+from ..graph import Program
 from ..naming import NameScope
 from ..spec import SpecDocument, format_key_path
 from .text import Display

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import ir
 from .. import shapes as sh
-from ..expr import TensorNode
+from ..graph import TensorNode
 from ..stability import guards
 from .context import Derivation
 from .lower import Lowered

@@ -27,7 +27,7 @@ import sympy
 
 from .. import ir
 from .. import shapes as sh
-from ..expr import TensorNode
+from ..graph import TensorNode
 from .context import Derivation
 from .cotangents import OperandVJP
 from .text import spec_str

@@ -22,7 +22,7 @@ import sympy
 
 from .. import ir
 from .. import shapes as sh
-from ..expr import TensorNode
+from ..graph import TensorNode
 from .context import Derivation
 from .cotangents import Narrow, OperandVJP
 from .matrix import static

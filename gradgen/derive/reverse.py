@@ -17,7 +17,7 @@ import sympy
 
 from .. import ir
 from .. import shapes as sh
-from ..expr import TensorNode
+from ..graph import TensorNode
 from . import matrix, reductions
 from .context import Derivation
 from .cotangents import Contribution, Cotangents, OperandVJP

@@ -17,7 +17,7 @@ from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
 from .. import stability as stable
-from ..expr import Program, TensorNode
+from ..graph import Program, TensorNode
 from ..stability import guards
 from .forms import ratio_powers
 

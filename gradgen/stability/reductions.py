@@ -1,6 +1,6 @@
 """Stable reductions: naive log-sum-exp, softmax and log-softmax written with ``sum``.
 
-Consumes: a parsed :class:`~gradgen.expr.Program` (reduction nodes and the elementwise
+Consumes: a parsed :class:`~gradgen.graph.Program` (reduction nodes and the elementwise
 expressions around them). Guarantees: :func:`stabilize_reductions` returns a program
 that computes the same values, with every recognised naive form replaced by a stable
 reduction node, plus the names of the rules used.
@@ -30,7 +30,7 @@ import dataclasses
 
 import sympy
 
-from ..expr import Program, TensorNode, node_assumptions
+from ..graph import Program, TensorNode, node_assumptions
 from .. import shapes as sh
 
 RULES = {
