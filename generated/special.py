@@ -1177,7 +1177,7 @@ def _sinc_far_branch_vjp(x):
     Call `sinc_far_branch`, which checks the arguments first.
     """
     mask = x > 5.0
-    x_safe_1 = tf.where(x <= 5.0, x, 4.0)
+    x_safe_1 = tf.math.minimum(x, 5.0)
     mask_1 = tf.math.abs(x_safe_1) > 0.14
     x_safe_1_safe = tf.where(mask_1, x_safe_1, 0.14)
     inv_x_safe_1_safe = 1.0 / x_safe_1_safe

@@ -174,6 +174,16 @@ NODE_NAMES = {
     "logsumexp": "lse",
     "softmax": "probs",
     "log_softmax": "log_probs",
+    # what only VJPs hold (gradgen.derive.vjp_op: the VJP of an op as an op)
+    "unreduce": "spread",
+    "broadcast": "broadcast",
+    "unbroadcast": "summed",
+    "expand_matrix": "expanded",
+    "eye": "identity",
+    "count": "count",
+    "cofactor": "cofactor",
+    "softmax_grad": "grad_probs",
+    "log_softmax_grad": "grad_log_probs",
 }
 NODE_OPS = tuple(NODE_NAMES)
 

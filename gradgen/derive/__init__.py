@@ -30,6 +30,12 @@ receives and returns):
 
 :mod:`.text` writes the formulas docstrings and comments show. All passes share one
 :class:`~gradgen.derive.context.Derivation`.
+
+The VJP is itself an op in the same IR: :func:`vjp_op` returns it as a
+:class:`~gradgen.graph.Program` (inputs: the op's inputs and its upstream gradients;
+outputs: the input gradients; :mod:`.vjp_op`), and :func:`derive` of that is the op's
+second-order VJP, derived with the same passes (:mod:`.adjoints` holds the VJP rules of
+the tensor nodes only VJPs have).
 """
 
 from __future__ import annotations
@@ -43,9 +49,33 @@ from .context import Derivation
 from .reductions import OPS as REDUCTION_OPS
 from .stabilize import simplify_partial
 from .text import FORMULA_MAX_CHARS, shorten, spec_str
+from .vjp_op import vjp_program
 
-__all__ = ["derive", "simplify_partial", "spec_str", "shorten", "FORMULA_MAX_CHARS",
-           "REDUCTION_OPS"]
+__all__ = ["derive", "vjp_op", "simplify_partial", "spec_str", "shorten",
+           "FORMULA_MAX_CHARS", "REDUCTION_OPS"]
+
+
+def _reverse_mode(program: Program, doc: SpecDocument):
+    """Passes 1-4: ``(derivation, lowered op, forward values, backward pass)``."""
+    program, used = stabilize_reductions(program)
+    d = Derivation.start(program, doc)
+    d.rules_used.update(used)
+    lowered = lower.lower(d)
+    lower.check_complex(d, lowered)
+    plans.check_fusion(d)
+    forward_values = forward.forward_values(d, lowered)
+    return d, lowered, forward_values, reverse.reverse(d, lowered)
+
+
+def vjp_op(program: Program, doc: SpecDocument) -> Program:
+    """The VJP of ``program``, an op of ``doc``, as an op of its own (see
+    :mod:`.vjp_op`): ``derive(vjp_op(p, doc), doc)`` is its second-order VJP.
+
+    Raises:
+        SpecError: as :func:`derive`; or the op is complex.
+    """
+    d, lowered, _, backward = _reverse_mode(program, doc)
+    return vjp_program(d, lowered, backward)
 
 
 def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
@@ -56,14 +86,7 @@ def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
             or the op uses what its dtype or fusion cannot compute (the message names
             the op and the expression).
     """
-    program, used = stabilize_reductions(program)
-    d = Derivation.start(program, doc)
-    d.rules_used.update(used)
-    lowered = lower.lower(d)
-    lower.check_complex(d, lowered)
-    plans.check_fusion(d)
-    forward_values = forward.forward_values(d, lowered)
-    backward = reverse.reverse(d, lowered)
+    d, lowered, forward_values, backward = _reverse_mode(program, doc)
     # integer inputs compute as floats under their own local names
     floats = assemble.float_locals(d)
 
@@ -74,5 +97,5 @@ def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
                          lowered.where_exprs)
     cast = assemble.casts(d, floats, fwd + bwd)
     fwd = cast + fwd
-    recomputed = plans.recomputed(fwd, bwd) if program.memory == "recompute" else ()
+    recomputed = plans.recomputed(fwd, bwd) if d.program.memory == "recompute" else ()
     return assemble.op_ir(d, lowered, backward, fwd, bwd, recomputed, floats, cast)

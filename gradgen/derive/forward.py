@@ -60,7 +60,13 @@ def forward_call(node: TensorNode, args: tuple) -> ir.Value:
         return ir.Call("einsum", args, (("subscripts", f"{','.join(inputs)}->{out}"),))
     if node.op == "elementwise":
         return args[0]
-    return ir.Call(node.op, args)
+    if node.op == "broadcast":  # to a static shape, or to the sources' broadcast shape
+        if node.params:
+            return ir.Call("broadcast_to", args[:1], node.params)
+        return ir.Call("broadcast_to", (args[0], ir.Call("broadcast_shape", args[1:])))
+    # transpose, inverse, det, logdet, trace; the kinds only VJPs hold keep the call's
+    # parameters (gradgen.derive.vjp_op)
+    return ir.Call(node.op, args, node.params)
 
 
 def forward_values(d: Derivation, lowered: Lowered) -> list:

@@ -2,8 +2,8 @@
 
 Receives the lowered op. Walks the outputs (their elementwise partials,
 :mod:`.elementwise`), then the tensor nodes from last to first (each node's
-contributions summed into its cotangent, then its VJP rule, :mod:`.reductions` and
-:mod:`.matrix`, and the partials of compound operands), then the inputs (their
+contributions summed into its cotangent, then its VJP rule, :mod:`.reductions`,
+:mod:`.matrix` or :mod:`.adjoints`, and the partials of compound operands), then the inputs (their
 contributions unbroadcast to the declared shape, :mod:`.unbroadcast`). Returns a
 :class:`Backward`: the gradient function's parameters and statements (before CSE), each
 input's gradient local, and the docstring's partials, VJP rules and reductions.
@@ -18,7 +18,7 @@ import sympy
 from .. import ir
 from .. import shapes as sh
 from ..graph import TensorNode
-from . import matrix, reductions
+from . import adjoints, matrix, reductions
 from .context import Derivation
 from .cotangents import Contribution, Cotangents, OperandVJP
 from .elementwise import elementwise_vjp
@@ -26,7 +26,7 @@ from .lower import Lowered
 from .text import shorten, spec_str
 from .unbroadcast import accumulate
 
-RULES = {**matrix.RULES, **reductions.RULES}
+RULES = {**matrix.RULES, **reductions.RULES, **adjoints.RULES}
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def node_text(node: TensorNode, args: list[str]) -> str:
     if node.op == "einsum":
         inputs, out = node.param("subscripts")
         return f"einsum('{','.join(inputs)}->{out}', {', '.join(args)})"
-    return f"{node.op}({args[0]})"  # transpose, inverse, det, trace: one operand
+    return f"{node.op}({', '.join(args)})"  # transpose, inverse, det, trace...
 
 
 def describe_node(node: TensorNode) -> str:

@@ -205,3 +205,20 @@ def with_numpy() -> tuple[Function, ...]:
 def holomorphic_classes() -> tuple[type, ...]:
     """The SymPy classes a complex op may hold."""
     return tuple(cls for f in FUNCTIONS if f.holomorphic for cls in f.classes)
+
+
+@lru_cache(maxsize=None)
+def _own_classes() -> dict[type, type]:
+    """SymPy class -> the spec function's own class, for the classes a declaration
+    lists besides its own (``sympy.sign`` for ``sign``: SymPy builds it, as ``|x|'``)."""
+    return {other: f.classes[0] for f in FUNCTIONS if f.kind == ELEMENTWISE
+            for other in f.classes[1:] if other is not f.classes[0]}
+
+
+def as_declared(expr):
+    """``expr`` with SymPy's classes for the spec's functions replaced by the spec's own
+    (``sympy.sign(x)``, which differentiation gives for ``|x|``, by ``sign(x)``, whose
+    derivative is gradgen's 0, not SymPy's Dirac delta): an expression that is
+    differentiated again keeps the kink conventions."""
+    table = _own_classes()
+    return expr.replace(lambda e: type(e) in table, lambda e: table[type(e)](*e.args))

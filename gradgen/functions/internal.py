@@ -24,6 +24,9 @@ class Guard(sympy.Function):
     It is opaque to SymPy on purpose: a Piecewise in its place would be folded into the
     expression around it (``Piecewise((s, c), (1, True))**-1/2`` becomes
     ``Piecewise((s**-1/2, c), (1, True))``), which removes the guard.
+
+    Its derivative is ``Guard(d u, cond, d safe)``: the derivative of the branch chosen
+    (a guarded VJP, derived again, keeps its guard).
     """
 
     nargs = 3
@@ -38,6 +41,11 @@ class Guard(sympy.Function):
     def _eval_is_real(self):
         u, _, safe = self.args
         return (u.is_real and safe.is_real) or None
+
+    def _eval_derivative(self, s):
+        u, cond, safe = self.args
+        du, dsafe = u.diff(s), safe.diff(s)
+        return S.Zero if du.is_zero and dsafe.is_zero else Guard(du, cond, dsafe)
 
     def _eval_evalf(self, prec):
         u, cond, safe = self.args
