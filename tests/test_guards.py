@@ -335,7 +335,7 @@ LIMITS = [
 
 @pytest.mark.parametrize("expr, limit", LIMITS, ids=str)
 def test_private_limit(expr, limit):
-    assert guards._limit(expr, x) == limit
+    assert guards.limit_at_zero(expr, x) == limit
 
 
 def test_private_taylor_refuses_infinite_coefficients():
@@ -373,15 +373,15 @@ def test_private_limit_bounds_the_size_of_what_it_tries():
     assert guards.LIMIT_MAX_OPS == 30
     at_bound = sin(x) / x + sum(y**k for k in range(2, 16))  # 30 operations
     assert sympy.count_ops(at_bound) == 30
-    assert guards._limit(at_bound, x) == 1 + sum(y**k for k in range(2, 16))
+    assert guards.limit_at_zero(at_bound, x) == 1 + sum(y**k for k in range(2, 16))
     over = at_bound + y
-    assert sympy.count_ops(over) == 31 and guards._limit(over, x) is None
+    assert sympy.count_ops(over) == 31 and guards.limit_at_zero(over, x) is None
 
 
 def test_private_limit_refuses_nan_and_complex_values():
-    assert guards._limit(sympy.nan * x + sin(x) / x, x) is None
-    assert guards._limit(sqrt(x - 1), x) is None  # I
-    assert guards._limit(sqrt(x + 1), x) == 1
+    assert guards.limit_at_zero(sympy.nan * x + sin(x) / x, x) is None
+    assert guards.limit_at_zero(sqrt(x - 1), x) is None  # I
+    assert guards.limit_at_zero(sqrt(x + 1), x) == 1
 
 
 # _pole_order: the order of the worst pole in v (other bases' powers do not count)

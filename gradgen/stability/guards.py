@@ -67,7 +67,9 @@ _RELATIONS = (
 )
 
 
-def _bottom_up(expr, fn):
+def bottom_up(expr, fn):
+    """``expr`` rebuilt from its leaves up: each node with its arguments rebuilt, then
+    ``fn`` of it (None keeps the node). A repeated subexpression is rebuilt once."""
     memo: dict = {}
 
     def walk(e):
@@ -191,7 +193,10 @@ def _poles(expr) -> list[sympy.Symbol]:
     return sorted(found, key=sympy.default_sort_key)
 
 
-def _limit(expr, v):
+def limit_at_zero(expr, v):
+    """The limit of ``expr`` as ``v -> 0`` (from both sides) where SymPy finds it real and
+    finite; else None, also where ``expr`` has more than :data:`LIMIT_MAX_OPS`
+    operations."""
     if sympy.count_ops(expr) > LIMIT_MAX_OPS:
         return None
     try:
@@ -468,7 +473,7 @@ def removable_singularities(
     degree = TAYLOR_DEGREE[dtype]
 
     def guard(part, v):
-        limit = _limit(part, v)
+        limit = limit_at_zero(part, v)
         if limit is None:
             return None
         polynomial = _taylor(part, v, degree)
@@ -660,7 +665,7 @@ def _polynomial_bound(e, v):
     return None
 
 
-def _poly(e, v):
+def as_polynomial(e, v):
     """``e`` as a polynomial in ``v`` (a :class:`sympy.Poly`, whose coefficients may
     hold other symbols but not ``v``), or None where it is not one (``sin(v) * v``)."""
     try:
@@ -673,7 +678,7 @@ def _overflows(bound, v) -> bool:
     """Whether the polynomial ``bound`` in ``v`` alone can overflow where ``v`` is
     finite: of degree 2 or more, or with a coefficient larger than 1 in magnitude
     (``x**3``, ``2*x``; not ``x`` or ``-x/2``)."""
-    poly = _poly(bound, v)
+    poly = as_polynomial(bound, v)
     if poly is None or poly.free_symbols != {v}:
         return False
     return poly.degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
@@ -681,7 +686,7 @@ def _overflows(bound, v) -> bool:
 
 def _polynomial_in(u, v) -> bool:
     """Whether ``u`` is a nonconstant polynomial in ``v`` alone."""
-    poly = _poly(u, v)
+    poly = as_polynomial(u, v)
     return poly is not None and poly.free_symbols == {v} and poly.degree() > 0
 
 
@@ -794,7 +799,7 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
         used.add("vanishing_product")
         return mul_no_nan(r, d)
 
-    out = _bottom_up(expr, fix)
+    out = bottom_up(expr, fix)
     return out, tuple(sorted(used))
 
 
@@ -933,7 +938,7 @@ def _needs_guard(value, u) -> bool:
     value = value.xreplace({g: g.args[0] for g in value.atoms(Guard)})
     if not value.has(u):
         return False
-    poly = _poly(value, u)
+    poly = as_polynomial(value, u)
     return poly is None or poly.degree() > 1
 
 
@@ -972,7 +977,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
             return alone
         return sympy.Piecewise(*new_pairs, evaluate=False)
 
-    out = _bottom_up(expr, fix)
+    out = bottom_up(expr, fix)
     return out, tuple(sorted(used))
 
 
