@@ -110,17 +110,18 @@ REASONS = [
     (r"stability\.guards.*guard_branches", r"or True|changed = None",
      "equivalent: And() drops a True argument, _safe_values(True) is {}, and None is "
      "falsy like False"),
-    (r"stability\.guards.*(guard_branches|removable_singularities)", r"evaluate=",
+    (r"stability\.guards.*(guard_branches|_visit_branches|_fill_point"
+     r"|_polynomial_near_zero)", r"evaluate=",
      "not detected: SymPy's evaluation leaves every recorded guarded or filled-in "
      "Piecewise as built; evaluate=False keeps it so where a condition could be merged "
      "(no case found)"),
-    (r"stability\.guards.*removable_singularities", r"p\[1\] is v|p\[0\] is not v",
+    (r"stability\.guards.*_visit_branches", r"p\[1\] is v|p\[0\] is not v",
      "equivalent: rebuilding the Piecewise unevaluated from unchanged pairs gives an "
      "equal one"),
-    (r"stability\.guards.*removable_singularities", r"len\(with_pole\) (>= 1|> 2)|or True",
+    (r"stability\.guards.*_fill_terms", r"len\(with_pole\) (>= 1|> 2)|or True",
      "equivalent: without other terms, part is e itself, which the fallback fills in "
      "(the condition saves computing its limit twice)"),
-    (r"stability\.guards.*removable_singularities", r"if others or poles",
+    (r"stability\.guards.*_fill_factors", r"if others or poles",
      "equivalent: with no other factors the product is e itself, the fallback's case; "
      "with no pole factor the pole is inside an argument and is filled in there"),
     (r"stability\.reductions.*(_map|_log_softmax)", r"leaves",

@@ -36,6 +36,8 @@ finite, plus the names of what it did (for the op's docstring).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import mpmath
 import sympy
 from sympy import S
@@ -469,94 +471,151 @@ def removable_singularities(
     (whose sum may have a limit though each alone does not); in a product, the pole with
     the factors that vanish at 0 (``sin(x)/x`` in ``exp(x) * sin(x)/x``).
     """
-    used = set()
-    degree = TAYLOR_DEGREE[dtype]
+    run = _Run(dtype, TAYLOR_DEGREE[dtype])
+    out = _visit(run, expr)
+    return out, tuple(sorted(run.used))
 
-    def guard(part, v):
-        limit = limit_at_zero(part, v)
-        if limit is None:
-            return None
-        polynomial = _taylor(part, v, degree)
-        if polynomial is None:
-            return None
-        plan = taylor_plan(part, v, degree, dtype, polynomial)
-        if plan is None and isinstance(part, sympy.Mul):
-            # a pole times a sum, (1/x) * (exp(y)*cos(x*exp(y)) - ... + cos(x)): the
-            # sum's terms multiplied out, by the inputs they hold
-            sums = [f for f in part.args if isinstance(f, sympy.Add)]
-            if len(sums) == 1:
-                rest = [f for f in part.args if f is not sums[0]]
-                grouped = by_inputs([sympy.Mul(t, *rest) for t in sums[0].args], v)
-                if grouped is not None:
-                    return grouped
-        if plan is None and isinstance(part, sympy.Add):
-            return None  # each term on its own, with its own scale (visit, below)
-        used.add("removable_singularity")
-        h0 = sympy.Float(f"{_unit_interval(part, v, degree, dtype):.2g}")
-        if plan is None:  # no interval fits every value of the other inputs: fill v = 0
-            nonzero = sympy.Ne(v, 0)
-            formula = part.xreplace({v: Guard(v, nonzero, h0)})
-            return sympy.Piecewise((formula, nonzero), (limit, True), evaluate=False)
-        h, w, polynomial = plan
-        outside = sympy.Abs(v * w) > h
-        # the formula, where the polynomial is used, at v = h / max(|w|, 1): not 0 (its
-        # pole), and where |w| > 1 on the interval's edge (expm1(x*y)/x at x = 0.14 and
-        # y = 1000 overflowed in the branch not taken: NaN second derivatives)
-        safe = h / sympy.Max(sympy.Abs(w), 1)
-        formula = part.xreplace({v: Guard(v, outside, safe)})
-        return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
 
-    def by_inputs(terms, v):
-        """The terms with the pole as groups by the other inputs they hold, each group
-        filled in on its own (with its own scale), where the whole has no plan:
-        sin(x)/x + sin(x*exp(y))/x's derivative, whose terms alone have no finite
-        limit but whose terms in y, and those without, do; else None."""
-        groups: dict = {}
-        for t in terms:
-            groups.setdefault(frozenset(t.free_symbols - {v}), []).append(t)
-        if len(groups) < 2:
-            return None
-        filled = [guard(sympy.Add(*group), v) for group in groups.values()]
-        return None if any(f is None for f in filled) else sympy.Add(*filled)
+@dataclass
+class _Run:
+    """One run of :func:`removable_singularities`: the dtype, its Taylor degree, and the
+    names of the guards used so far."""
 
-    def visit(e):
-        if isinstance(e, sympy.Piecewise):
-            # each branch on its own (a limit through the Piecewise would see only the
-            # selected branch at the point): `where(x > 5, 1, sin(x)/x)` at x = 0
-            pairs = [(visit(v), c) for v, c in e.args]
-            if all(p[0] is v for p, (v, _) in zip(pairs, e.args)):
-                return e
-            return sympy.Piecewise(*pairs, evaluate=False)
-        if not e.args:
-            return e
-        for v in _poles(e):
-            if isinstance(e, sympy.Add):
-                with_pole = [t for t in e.args if _has_pole(t, v)]
-                rest = [t for t in e.args if not _has_pole(t, v)]
-                part = sympy.Add(*with_pole)
-                guarded = guard(part, v) if len(with_pole) > 1 or rest else None
-                if guarded is None and len(with_pole) > 1:
-                    guarded = by_inputs(with_pole, v)
-                if guarded is not None:
-                    return sympy.Add(guarded, *(visit(t) for t in rest))
-            elif isinstance(e, sympy.Mul):
-                poles = [f for f in e.args if _has_pole(f, v)]
-                zeros = [f for f in e.args if not _has_pole(f, v) and _vanishes(f, v)]
-                others = [f for f in e.args if f not in poles and f not in zeros]
-                if others and poles:
-                    guarded = guard(sympy.Mul(*poles, *zeros), v)
-                    if guarded is not None:
-                        # the others as one product: sin(y)/y is filled in too
-                        return sympy.Mul(guarded, visit(sympy.Mul(*others)))
-            guarded = guard(e, v)
+    dtype: str
+    degree: int
+    used: set = field(default_factory=set)
+
+
+def _visit(run: _Run, e):
+    """``e`` with the smallest part around each pole filled in (see
+    :func:`removable_singularities`), else its arguments visited."""
+    if isinstance(e, sympy.Piecewise):
+        return _visit_branches(run, e)
+    if not e.args:
+        return e
+    for v in _poles(e):
+        if isinstance(e, sympy.Add):
+            guarded = _fill_terms(run, e, v)
             if guarded is not None:
                 return guarded
-        if isinstance(e, (sympy.Add, sympy.Mul)) or isinstance(e, sympy.Function):
-            return e.func(*(visit(a) for a in e.args))
-        return e
+        elif isinstance(e, sympy.Mul):
+            guarded = _fill_factors(run, e, v)
+            if guarded is not None:
+                return guarded
+        guarded = _fill(run, e, v)
+        if guarded is not None:
+            return guarded
+    if isinstance(e, (sympy.Add, sympy.Mul)) or isinstance(e, sympy.Function):
+        return e.func(*(_visit(run, a) for a in e.args))
+    return e
 
-    out = visit(expr)
-    return out, tuple(sorted(used))
+
+def _visit_branches(run: _Run, e):
+    """Each branch of the Piecewise ``e`` on its own (a limit through the Piecewise would
+    see only the selected branch at the point): `where(x > 5, 1, sin(x)/x)` at x = 0."""
+    pairs = [(_visit(run, v), c) for v, c in e.args]
+    if all(p[0] is v for p, (v, _) in zip(pairs, e.args)):
+        return e
+    return sympy.Piecewise(*pairs, evaluate=False)
+
+
+def _fill_terms(run: _Run, e, v):
+    """The sum ``e`` with its terms with the pole in ``v`` filled in together (whose sum
+    may have a limit though each alone does not), or by groups of the inputs they hold
+    (:func:`_by_inputs`); the other terms visited. None where neither fills them."""
+    with_pole = [t for t in e.args if _has_pole(t, v)]
+    rest = [t for t in e.args if not _has_pole(t, v)]
+    part = sympy.Add(*with_pole)
+    guarded = _fill(run, part, v) if len(with_pole) > 1 or rest else None
+    if guarded is None and len(with_pole) > 1:
+        guarded = _by_inputs(run, with_pole, v)
+    if guarded is not None:
+        return sympy.Add(guarded, *(_visit(run, t) for t in rest))
+    return None
+
+
+def _fill_factors(run: _Run, e, v):
+    """The product ``e`` with its pole in ``v`` filled in together with the factors that
+    vanish at 0 (``sin(x)/x`` in ``exp(x) * sin(x)/x``); the other factors visited. None
+    where there are no others, or no fill."""
+    poles = [f for f in e.args if _has_pole(f, v)]
+    zeros = [f for f in e.args if not _has_pole(f, v) and _vanishes(f, v)]
+    others = [f for f in e.args if f not in poles and f not in zeros]
+    if others and poles:
+        guarded = _fill(run, sympy.Mul(*poles, *zeros), v)
+        if guarded is not None:
+            # the others as one product: sin(y)/y is filled in too
+            return sympy.Mul(guarded, _visit(run, sympy.Mul(*others)))
+    return None
+
+
+def _fill(run: _Run, part, v):
+    """``part`` with its removable singularity at v = 0 filled in: its Taylor polynomial
+    on the interval of :func:`taylor_plan`, else its limit at v = 0 alone; None where it
+    has no finite limit, no polynomial, or (a sum) no plan."""
+    limit = limit_at_zero(part, v)
+    if limit is None:
+        return None
+    polynomial = _taylor(part, v, run.degree)
+    if polynomial is None:
+        return None
+    plan = taylor_plan(part, v, run.degree, run.dtype, polynomial)
+    if plan is None and isinstance(part, sympy.Mul):
+        grouped = _pole_times_sum(run, part, v)
+        if grouped is not None:
+            return grouped
+    if plan is None and isinstance(part, sympy.Add):
+        return None  # each term on its own, with its own scale (_visit)
+    run.used.add("removable_singularity")
+    if plan is None:  # no interval fits every value of the other inputs: fill v = 0
+        return _fill_point(run, part, v, limit)
+    return _polynomial_near_zero(part, v, plan)
+
+
+def _pole_times_sum(run: _Run, part, v):
+    """A pole times a sum, (1/x) * (exp(y)*cos(x*exp(y)) - ... + cos(x)): the sum's terms
+    multiplied out, by the inputs they hold (:func:`_by_inputs`); else None."""
+    sums = [f for f in part.args if isinstance(f, sympy.Add)]
+    if len(sums) == 1:
+        rest = [f for f in part.args if f is not sums[0]]
+        return _by_inputs(run, [sympy.Mul(t, *rest) for t in sums[0].args], v)
+    return None
+
+
+def _fill_point(run: _Run, part, v, limit):
+    """``part`` with only ``v = 0`` filled in, by its limit; the formula, evaluated at the
+    unit interval's ``h0`` where ``v`` is 0, everywhere else."""
+    h0 = sympy.Float(f"{_unit_interval(part, v, run.degree, run.dtype):.2g}")
+    nonzero = sympy.Ne(v, 0)
+    formula = part.xreplace({v: Guard(v, nonzero, h0)})
+    return sympy.Piecewise((formula, nonzero), (limit, True), evaluate=False)
+
+
+def _by_inputs(run: _Run, terms, v):
+    """The terms with the pole as groups by the other inputs they hold, each group filled
+    in on its own (with its own scale), where the whole has no plan: sin(x)/x +
+    sin(x*exp(y))/x's derivative, whose terms alone have no finite limit but whose terms
+    in y, and those without, do; else None."""
+    groups: dict = {}
+    for t in terms:
+        groups.setdefault(frozenset(t.free_symbols - {v}), []).append(t)
+    if len(groups) < 2:
+        return None
+    filled = [_fill(run, sympy.Add(*group), v) for group in groups.values()]
+    return None if any(f is None for f in filled) else sympy.Add(*filled)
+
+
+def _polynomial_near_zero(part, v, plan):
+    """``part`` as its Taylor polynomial where ``|v * w| <= h`` (``plan``, from
+    :func:`taylor_plan`), else as written."""
+    h, w, polynomial = plan
+    outside = sympy.Abs(v * w) > h
+    # the formula, where the polynomial is used, at v = h / max(|w|, 1): not 0 (its
+    # pole), and where |w| > 1 on the interval's edge (expm1(x*y)/x at x = 0.14 and
+    # y = 1000 overflowed in the branch not taken: NaN second derivatives)
+    safe = h / sympy.Max(sympy.Abs(w), 1)
+    formula = part.xreplace({v: Guard(v, outside, safe)})
+    return sympy.Piecewise((formula, outside), (polynomial, True), evaluate=False)
 
 
 # ------------------------------------------------------- logarithms in exponents
