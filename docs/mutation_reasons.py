@@ -107,20 +107,22 @@ REASONS = [
      "equivalent: one exponent gives back the same product"),
     (r"families\.sigmoid", r"power >= 0|exp <= 0|exp < 1",
      "equivalent: x**0 is 1 in SymPy, so no power 0 reaches the rule"),
-    (r"stability\.guards.*guard_branches", r"or True|changed = None",
+    (r"stability\.guards\.branches.*guard_branches", r"or True|changed = None",
      "equivalent: And() drops a True argument, _safe_values(True) is {}, and None is "
      "falsy like False"),
-    (r"stability\.guards.*(guard_branches|removable_singularities)", r"evaluate=",
+    (r"stability\.guards\.(branches.*guard_branches"
+     r"|singularities.*(_visit_branches|_fill_point|_polynomial_near_zero))", r"evaluate=",
      "not detected: SymPy's evaluation leaves every recorded guarded or filled-in "
      "Piecewise as built; evaluate=False keeps it so where a condition could be merged "
      "(no case found)"),
-    (r"stability\.guards.*removable_singularities", r"p\[1\] is v|p\[0\] is not v",
+    (r"stability\.guards\.singularities.*_visit_branches", r"p\[1\] is v|p\[0\] is not v",
      "equivalent: rebuilding the Piecewise unevaluated from unchanged pairs gives an "
      "equal one"),
-    (r"stability\.guards.*removable_singularities", r"len\(with_pole\) (>= 1|> 2)|or True",
+    (r"stability\.guards\.singularities.*_fill_terms",
+     r"len\(with_pole\) (>= 1|> 2)|or True",
      "equivalent: without other terms, part is e itself, which the fallback fills in "
      "(the condition saves computing its limit twice)"),
-    (r"stability\.guards.*removable_singularities", r"if others or poles",
+    (r"stability\.guards\.singularities.*_fill_factors", r"if others or poles",
      "equivalent: with no other factors the product is e itself, the fallback's case; "
      "with no pole factor the pole is inside an argument and is filled in there"),
     (r"stability\.reductions.*(_map|_log_softmax)", r"leaves",
@@ -133,9 +135,9 @@ REASONS = [
      "equivalent: a count of 2s is 0 exactly when the count of 1s is"),
     (r"hypot", r"sum\(2 for",
      "equivalent: a count of 2s is 0 exactly when the count of 1s is"),
-    (r"stability\.guards.*_taylor", r"series\(_standard\(expr\), v, None",
+    (r"stability\.guards\.taylor.*taylor_polynomial", r"series\(standard\(expr\), v, None",
      "equivalent: SymPy's series takes x0=None as 0"),
-    (r"stability\.guards.*_vanishes", r"return True",
+    (r"stability\.guards\.singularities.*_vanishes", r"return True",
      "unreachable: subs at 0 raised for no expression derivation passes (a defense)"),
     (r"stability\.reductions.*_new_node", r"node_assumptions\(op, None|is_complex=None",
      "equivalent: the new nodes are logsumexp, softmax and log_softmax, whose "

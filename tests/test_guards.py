@@ -25,6 +25,9 @@ from gradgen.functions import (
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
+from gradgen.stability.guards import (
+    branches, conditions, singularities, subgradients, taylor, walk,
+)
 from gradgen.stability.families.powers import _zero_of
 from gradgen.stability.match import _exp_terms
 from gradgen.stability.normalize import scaled_exp
@@ -317,9 +320,9 @@ def test_removable_singularities_keep_the_value(written, reference):
 
 # ----------------------------------------------- private helpers of the filling
 
-# Private: `_limit` decides "finite limit or not" and removable_singularities only
-# shows its answer combined with `_taylor`, which also fails for these (a pole has no
-# Taylor polynomial), so the infinite cases are checked here directly.
+# `limit_at_zero` decides "finite limit or not" and removable_singularities only shows
+# its answer combined with `taylor_polynomial`, which also fails for these (a pole has
+# no Taylor polynomial), so the infinite cases are checked here directly.
 LIMITS = [
     (sin(x) / x, S(1)),
     (exp(-1 / x**2) / x, S(0)),
@@ -335,14 +338,14 @@ LIMITS = [
 
 @pytest.mark.parametrize("expr, limit", LIMITS, ids=str)
 def test_private_limit(expr, limit):
-    assert guards._limit(expr, x) == limit
+    assert guards.limit_at_zero(expr, x) == limit
 
 
 def test_private_taylor_refuses_infinite_coefficients():
     # Private: an infinite coefficient with a finite limit at 0 is not reachable from
-    # removable_singularities (its `_limit` rejects such expressions first).
-    assert guards._taylor(sin(x) / x + oo * y, x, 4) is None
-    assert guards._taylor(sin(x) / x + y, x, 4) == _horner(
+    # removable_singularities (its `limit_at_zero` rejects such expressions first).
+    assert taylor.taylor_polynomial(sin(x) / x + oo * y, x, 4) is None
+    assert taylor.taylor_polynomial(sin(x) / x + y, x, 4) == _horner(
         [1 + y, 0, Rational(-1, 6), 0, Rational(1, 120)])
 
 
@@ -350,7 +353,7 @@ def test_private_taylor_refuses_infinite_coefficients():
 # only combined (a limit and a Taylor polynomial, a bound and a safe value), so a wrong
 # answer of one is often hidden by another.
 
-# _standard: gradgen's functions in SymPy's own terms, for limit and series
+# standard: gradgen's functions in SymPy's own terms, for limit and series
 STANDARD = [
     (sigmoid(x), 1 / (1 + exp(-x))),
     (softplus(x), log(exp(x) + 1)),
@@ -366,22 +369,22 @@ STANDARD = [
 
 @pytest.mark.parametrize("written, standard", STANDARD, ids=str)
 def test_private_standard(written, standard):
-    assert guards._standard(written) == standard
+    assert walk.standard(written) == standard
 
 
 def test_private_limit_bounds_the_size_of_what_it_tries():
     assert guards.LIMIT_MAX_OPS == 30
     at_bound = sin(x) / x + sum(y**k for k in range(2, 16))  # 30 operations
     assert sympy.count_ops(at_bound) == 30
-    assert guards._limit(at_bound, x) == 1 + sum(y**k for k in range(2, 16))
+    assert guards.limit_at_zero(at_bound, x) == 1 + sum(y**k for k in range(2, 16))
     over = at_bound + y
-    assert sympy.count_ops(over) == 31 and guards._limit(over, x) is None
+    assert sympy.count_ops(over) == 31 and guards.limit_at_zero(over, x) is None
 
 
 def test_private_limit_refuses_nan_and_complex_values():
-    assert guards._limit(sympy.nan * x + sin(x) / x, x) is None
-    assert guards._limit(sqrt(x - 1), x) is None  # I
-    assert guards._limit(sqrt(x + 1), x) == 1
+    assert guards.limit_at_zero(sympy.nan * x + sin(x) / x, x) is None
+    assert guards.limit_at_zero(sqrt(x - 1), x) is None  # I
+    assert guards.limit_at_zero(sqrt(x + 1), x) == 1
 
 
 # _pole_order: the order of the worst pole in v (other bases' powers do not count)
@@ -393,7 +396,7 @@ POLE_ORDERS = [
 
 @pytest.mark.parametrize("expr, order", POLE_ORDERS, ids=str)
 def test_private_pole_order(expr, order):
-    assert guards._pole_order(expr, x) == order
+    assert taylor._pole_order(expr, x) == order
 
 
 # _singular_in_others: a Taylor coefficient that divides by another input (or holds |r|)
@@ -405,13 +408,14 @@ SINGULAR = [
 
 @pytest.mark.parametrize("coefficient, singular", SINGULAR, ids=str)
 def test_private_singular_in_others(coefficient, singular):
-    assert guards._singular_in_others(coefficient) is singular
+    assert taylor._singular_in_others(coefficient) is singular
 
 
 def test_private_has_pole_and_vanishes():
-    assert guards._has_pole(sin(x) / x, x) and not guards._has_pole(sin(x) / y, x)
-    assert not guards._has_pole(Piecewise((1 / x, Ne(x, 0)), (0, True)), x)  # guarded
-    assert guards._vanishes(sin(x) * y, x) and not guards._vanishes(cos(x), x)
+    has_pole = singularities._has_pole
+    assert has_pole(sin(x) / x, x) and not has_pole(sin(x) / y, x)
+    assert not has_pole(Piecewise((1 / x, Ne(x, 0)), (0, True)), x)  # guarded
+    assert singularities._vanishes(sin(x) * y, x) and not singularities._vanishes(cos(x), x)
 
 
 # _nonzero_under: the expressions a condition proves nonzero; bounds in other symbols
@@ -425,7 +429,7 @@ NONZERO = [
 
 @pytest.mark.parametrize("cond, nonzero", NONZERO, ids=str)
 def test_private_nonzero_under(cond, nonzero):
-    assert guards._nonzero_under(cond) == nonzero
+    assert subgradients._nonzero_under(cond) == nonzero
 
 
 def test_zero_subgradients_leaves_positive_and_irrational_powers():
@@ -433,7 +437,7 @@ def test_zero_subgradients_leaves_positive_and_irrational_powers():
         assert guards.zero_subgradients(expr) == (expr, ())
 
 
-# _bound: (u, kind, value) of one relation, whichever side u is written on
+# bound_of: (u, kind, value) of one relation, whichever side u is written on
 BOUNDS = [
     (sympy.StrictLessThan(2, x, evaluate=False), (x, "lower", 2)),
     (sympy.GreaterThan(2, x, evaluate=False), (x, "upper", 2)),
@@ -447,7 +451,7 @@ BOUNDS = [
 
 @pytest.mark.parametrize("rel, bound", BOUNDS, ids=str)
 def test_private_bound(rel, bound):
-    assert guards._bound(rel) == bound
+    assert conditions.bound_of(rel) == bound
 
 
 # _safe_values: the candidates are tried in order until the branch is finite there
@@ -479,7 +483,7 @@ SAFE_IN_ORDER = [
 
 @pytest.mark.parametrize("cond, branch, safe", SAFE_IN_ORDER, ids=str)
 def test_private_safe_values_in_order(cond, branch, safe):
-    assert guards._safe_values(cond, branch) == safe
+    assert branches._safe_values(cond, branch) == safe
 
 
 # _finite_at: whether a branch is known infinite or NaN at u = c
@@ -497,7 +501,7 @@ FINITE_AT = [
 
 @pytest.mark.parametrize("branch, finite", FINITE_AT, ids=str)
 def test_private_finite_at(branch, finite):
-    assert guards._finite_at(branch, x, 1) is finite
+    assert branches._finite_at(branch, x, 1) is finite
 
 
 NEEDS_GUARD = [
@@ -510,7 +514,7 @@ NEEDS_GUARD = [
 
 @pytest.mark.parametrize("value, needs", NEEDS_GUARD, ids=str)
 def test_private_needs_guard(value, needs):
-    assert guards._needs_guard(value, x) is needs
+    assert branches._needs_guard(value, x) is needs
 
 
 # ------------------------------------------------------------ scaled_exp

@@ -143,7 +143,7 @@ FORMS = {
         (Piecewise((y, Ne(x, 0)), (1, True)), None),
         (Piecewise((sympy.sin(x) / x, Ne(x, 0)), (1, y > 0), (2, True)), None),
         # |x| / x has no limit at 0, and SymPy's limit of hypot(0, x) / x recursed without
-        # end (a RecursionError, not a refusal, before guards._limit caught it)
+        # end (a RecursionError, not a refusal, before guards.limit_at_zero caught it)
         (Piecewise((fn.hypot(x, 0) / x, Ne(x, 0)), (1, True)), None),
     ],
     "erfc_reflection": [

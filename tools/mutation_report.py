@@ -48,7 +48,8 @@ def statuses() -> list[tuple[str, str]]:
 
 
 def module_of(name: str) -> str:
-    """``gradgen.stability.guards`` for ``gradgen.stability.guards.x__limit__mutmut_3``."""
+    """``gradgen.stability.guards.taylor`` for
+    ``gradgen.stability.guards.taylor.x__series__mutmut_3``."""
     return re.sub(r"\.x[_ǁ].*$", "", name)
 
 

@@ -64,8 +64,8 @@ def cheap_forms(expr, chains: bool):
                 return sympy.Mul(fn.squarings(base, abs(p) // 2), half)
         return None
 
-    expr = guards._bottom_up(expr, ratio_powers)
-    return constants(guards._bottom_up(expr, fix) if chains else expr)
+    expr = guards.bottom_up(expr, ratio_powers)
+    return constants(guards.bottom_up(expr, fix) if chains else expr)
 
 
 def constants(expr):

@@ -135,7 +135,7 @@ class Display:
     def show(self, expr, upto: int | None = None) -> str:
         """Formula text for docs and comments (see :meth:`shown`)."""
         # a ratio of powers as the user wrote it: (sigma/r)**6, not sigma**6/r**6
-        shown = guards._bottom_up(self.shown(expr, upto), ratio_powers)
+        shown = guards.bottom_up(self.shown(expr, upto), ratio_powers)
         indicators = {
             p: sympy.Symbol(f"[{spec_str(p.args[0].cond)}]")
             for p in shown.atoms(sympy.Piecewise)

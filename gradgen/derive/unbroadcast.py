@@ -93,7 +93,7 @@ def _zero_sum(d: Derivation, term, constant, means):
     xs = [x for x in varying.free_symbols if x in means]
     if len(xs) != 1:
         return None
-    poly = guards._poly(varying, xs[0])
+    poly = guards.as_polynomial(varying, xs[0])
     if poly is None or poly.degree() != 1 or not all(
             constant(c) for c in poly.all_coeffs()):
         return None

@@ -23,7 +23,7 @@ import sympy
 
 from ..functions import mul_no_nan, sigmoid
 from .audit import formats
-from .guards import _bottom_up, _poly
+from .guards import as_polynomial, bottom_up
 
 # The extra error a cheaper form may add, relative to the value, in units of the
 # dtype's epsilon (spacing of floats at 1): 16 is at most 4 bits.
@@ -38,7 +38,7 @@ CHEAPER = {
 
 def _polynomial(e, v):
     """``e`` as a :class:`sympy.Poly` in ``v`` alone (numeric coefficients), or None."""
-    poly = _poly(e, v)
+    poly = as_polynomial(e, v)
     return poly if poly is not None and poly.free_symbols == {v} else None
 
 
@@ -168,5 +168,5 @@ def absorbed_complements(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]
         complement = 1 - sigmoid(u)
         return c + (mul_no_nan(w_expr, complement) if guarded else w_expr * complement)
 
-    out = _bottom_up(expr, fix)
+    out = bottom_up(expr, fix)
     return out, tuple(sorted(used))

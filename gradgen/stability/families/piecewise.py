@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy
 
-from ..guards import _limit
+from ..guards import limit_at_zero
 from ..rule import Rule
 
 
@@ -37,7 +37,7 @@ def _fill(cond, value, other):
             return None  # f is defined at 0: nothing to fill in
     except (TypeError, ValueError, ZeroDivisionError):
         pass
-    limit = _limit(f, v)
+    limit = limit_at_zero(f, v)
     if limit is None or sympy.simplify(limit - point) != 0:
         return None
     return f

@@ -1,0 +1,84 @@
+"""Guards for points where a formula is 0/0, inf * 0 or outside its domain.
+
+Consumes: real elementwise SymPy expressions that are ready to print (a forward value
+or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each function:
+
+* :func:`zero_subgradients` (partials only): a factor ``s**(-1/2)`` (from the
+  derivative of ``sqrt(s)``), and a factor ``s**(-n)`` where ``s >= 0`` is a compound
+  expression that can be 0 (a squared norm, e.g. in the derivatives of ``sqrt(x**2 +
+  y**2)`` and ``atan2(y, x)``), is replaced by 0 where ``s = 0``: the subgradient 0 of
+  norms at the origin. Elsewhere the value is unchanged.
+* :func:`removable_singularities`: where a value has a pole factor ``v**(-n)`` in a real
+  input ``v`` but a finite limit as ``v -> 0`` (``sin(x)/x``, ``expm1(x)/x`` and their
+  derivatives), its Taylor polynomial is used near ``v = 0``, on an interval scaled to
+  the formula (``sin(100*x)/x``, ``sin(x*y)/x``: :func:`taylor_plan`); where no interval
+  fits every value of the other inputs, the limit (computed by SymPy) at ``v = 0``.
+* :func:`kinks_to_piecewise`: ``Heaviside`` becomes a Piecewise (printable).
+* :func:`guard_branches`: the "double where". ``tf.where`` evaluates both branches,
+  and a NaN or inf in the branch that is not selected poisons the gradient (its
+  cotangent is 0, and 0 * inf = NaN). Each Piecewise branch is evaluated at inputs
+  replaced, where the branch is not selected, by a safe value inside its condition
+  (``x > 0`` -> ``where(x > 0, x, 1)``), so both branches, and their derivatives, are
+  finite wherever the selected one is. Where a one-sided bound's branch and its
+  derivative are finite at the bound, the bound is the safe value, a clamp
+  (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
+  and backward expressions, so first- and second-order gradients stay finite.
+* :func:`vanishing_products`: in one input, a product of factors that decay
+  exponentially and underflow to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 ± tanh(u)``,
+  ``cosh(u)**-n`` of a polynomial ``u``) and a rest that grows like a polynomial that
+  overflows for large inputs (``x**3 * exp(-x**2)``; tanh-GELU's derivative) is
+  ``mul_no_nan(rest, decaying)``: 0 where the decaying factor is 0, where the product
+  as written is 0 * inf = NaN and its exact value is 0.
+* :func:`exponent_logs`: ``xlogy(k, x)`` in an exponential's argument is
+  ``mul_no_nan(log(x), k)``: the same value, with a second derivative in ``k`` that is
+  right in TensorFlow.
+
+Every transformation returns an expression equal to its input wherever the input is
+finite, plus the names of what it did (for the op's docstring).
+
+Layout: a module per family of guard, in the order :mod:`gradgen.derive` applies them
+(:mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
+:mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.exponents`), the helpers
+they share (:mod:`.walk`: expression walks; :mod:`.conditions`: a condition's bounds),
+and :mod:`.constants`: the :data:`GUARDS` table (guard name -> identity) and the numbers
+the guards are tuned by (:data:`EPSILON`, :data:`TAYLOR_DEGREE`...).
+"""
+
+from __future__ import annotations
+
+from .branches import clamp_of, guard_branches
+from .constants import (
+    EPSILON,
+    GUARDS,
+    LIMIT_MAX_OPS,
+    SOUNDNESS_POINTS,
+    TAIL_TERMS,
+    TAYLOR_DEGREE,
+)
+from .exponents import exponent_logs
+from .kinks import kinks_to_piecewise
+from .products import vanishing_products
+from .singularities import limit_at_zero, removable_singularities
+from .subgradients import zero_subgradients
+from .taylor import taylor_plan
+from .walk import as_polynomial, bottom_up
+
+__all__ = [
+    "EPSILON",
+    "GUARDS",
+    "LIMIT_MAX_OPS",
+    "SOUNDNESS_POINTS",
+    "TAIL_TERMS",
+    "TAYLOR_DEGREE",
+    "as_polynomial",
+    "bottom_up",
+    "clamp_of",
+    "exponent_logs",
+    "guard_branches",
+    "kinks_to_piecewise",
+    "limit_at_zero",
+    "removable_singularities",
+    "taylor_plan",
+    "vanishing_products",
+    "zero_subgradients",
+]

@@ -1,0 +1,47 @@
+"""The guards' names and the numbers they are tuned by, in one place.
+
+:data:`GUARDS`: each guard's name -> the identity it applies, as an op's docstring and
+``explain`` list it (:mod:`gradgen.derive` looks the names up here). The numbers: the
+largest expression whose limit SymPy is asked for (:data:`LIMIT_MAX_OPS`), each
+dtype's unit roundoff (:data:`EPSILON`) and Taylor degree (:data:`TAYLOR_DEGREE`), the
+terms of a series that bound a Taylor polynomial's truncation error
+(:data:`TAIL_TERMS`), and the points where a vanishing product's 0 is checked
+(:data:`SOUNDNESS_POINTS`).
+"""
+
+from __future__ import annotations
+
+# SymPy's limit is asked for only where the expression has at most this many operations
+# (sympy.count_ops).
+LIMIT_MAX_OPS = 30
+
+# Unit roundoff of each dtype, for the threshold of the Taylor branch.
+EPSILON = {
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "float32": 2.0**-23,
+    "float64": 2.0**-52,
+}
+# Degree of the Taylor polynomial per dtype: enough that the balanced error (.taylor) is
+# under the stability suite's tolerance (float32: eps**(7/9) = 4e-6 for a pole of order 2).
+TAYLOR_DEGREE = {"float16": 6, "bfloat16": 6, "float32": 6, "float64": 10}
+
+# Terms of the series past the polynomial's degree that bound its truncation error.
+TAIL_TERMS = 6
+
+# Points checked between where the rest's bound first overflows and the dtype's largest
+# number, in each direction (geometrically spaced).
+SOUNDNESS_POINTS = 40
+
+# Each guard's name -> the identity it applies (an op's docstring lists those it used).
+GUARDS = {
+    "sqrt_zero": "d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)",
+    "norm_zero": "1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)",
+    "removable_singularity": "a Taylor polynomial near v = 0 where a formula has a "
+    "removable 0/0 there",
+    "exponent_logs": "k*log(x) in an exponent as multiply_no_nan(log(x), k): 0 where k = "
+    "0, with an exact second derivative in k",
+    "double_where": "where() branches evaluated at safe inputs where not selected",
+    "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
+    "0 and the polynomial R overflows (0 * inf, exactly 0)",
+}

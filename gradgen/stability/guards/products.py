@@ -1,0 +1,220 @@
+"""Vanishing products: ``mul_no_nan(rest, decaying)`` where a factor that decays
+exponentially underflows to 0 and the rest overflows.
+
+Receives: a real elementwise SymPy expression ready to print and the op's dtype. Returns
+(:func:`vanishing_products`): the expression with each product, in one input, of
+factors that decay exponentially and underflow to exactly 0 (``exp(u)``,
+``sigmoid(u)``, ``1 ± tanh(u)``, ``cosh(u)**-n`` of a polynomial ``u``) and a rest that
+grows like a polynomial that overflows for large inputs (``x**3 * exp(-x**2)``;
+tanh-GELU's derivative) as ``mul_no_nan(rest, decaying)``: 0 where the decaying factor
+is 0, where the product as written is 0 * inf = NaN and its exact value is 0, where a
+50-digit check in the dtype says so (:func:`_zero_is_right`). Also the names of the
+guards used (``vanishing_product``). Source: TensorFlow's ``tf.math.multiply_no_nan``
+(``MulNoNan``), made for such 0 * inf products.
+"""
+
+from __future__ import annotations
+
+import mpmath
+import sympy
+from sympy import S
+
+from ...functions import mul_no_nan, sigmoid
+from ..audit import formats
+from .constants import SOUNDNESS_POINTS
+from .walk import as_polynomial, bottom_up, standard
+
+
+def _decay_argument(f):
+    """``u`` when ``f`` tends to 0 exponentially fast in ``u`` and so underflows to
+    exactly 0 in floating point: ``exp(u)`` and ``sigmoid(u)`` as ``u -> -inf``,
+    ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` as ``|u| -> inf`` in one direction or
+    both, ``cosh(u)**-n``, and positive integer powers of these; else None."""
+    if isinstance(f, sympy.Pow) and f.exp.is_Integer:
+        if f.exp > 0:
+            return _decay_argument(f.base)
+        return f.base.args[0] if isinstance(f.base, sympy.cosh) else None
+    if isinstance(f, (sympy.exp, sigmoid)):
+        return f.args[0]
+    if isinstance(f, sympy.Add) and len(f.args) == 2:
+        one = next((a for a in f.args if a in (S.One, S.NegativeOne)), None)
+        if one is None:
+            return None
+        other = f - one
+        if isinstance(other, sympy.tanh) or isinstance(-other, sympy.tanh):
+            return (other if isinstance(other, sympy.tanh) else -other).args[0]
+        square = -other / one  # tanh(u)**2 in 1 - tanh(u)**2 and in -1 + tanh(u)**2
+        if isinstance(square, sympy.Pow) and square.exp == 2 and isinstance(
+            square.base, sympy.tanh
+        ):
+            return square.base.args[0]
+    return None
+
+
+# Functions bounded for real arguments, with a bound of their magnitude: a factor of
+# the "polynomial" side of a product that cannot make it grow.
+_BOUNDED = {sigmoid: 1, sympy.tanh: 1, sympy.sin: 1, sympy.cos: 1, sympy.erf: 1,
+            sympy.atan: 2}
+
+
+def _polynomial_bound(e, v):
+    """A polynomial in ``t = |v|`` with coefficients of at least 1 that bounds ``|e|``
+    and every value computed on the way to it (for ``t >= 1``), for ``e`` built from
+    numbers, ``v``, ``+``, ``*``, positive integer powers, bounded functions
+    (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None. Terms
+    never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``), and a coefficient
+    below 1 counts as 1: ``x**4 / 1000`` is computed as ``x*x*x*x / 1000``, which
+    overflows where ``x**4`` does. A Mul's numeric factors count as the one coefficient
+    the printer writes (``sqrt(2) * x / sqrt(pi)`` is bounded by ``t``, not
+    ``sqrt(2) * t``)."""
+    if e.is_number:
+        return sympy.Max(abs(e), 1) if e.is_real else None
+    if e == v:
+        return v
+    if type(e) in _BOUNDED:
+        return sympy.Integer(_BOUNDED[type(e)])
+    if isinstance(e, sympy.Pow) and e.exp.is_Integer:
+        if e.exp < 0:
+            return S.One if isinstance(e.base, sympy.cosh) else None
+        base = _polynomial_bound(e.base, v)
+        return None if base is None else base**e.exp
+    if isinstance(e, sympy.Mul) and any(a.is_number for a in e.args):
+        # the printer writes a Mul's numeric factors as one coefficient, a Python float
+        # (``(0.5 * math.sqrt(2) / math.sqrt(math.pi)) * x``), except that a rational
+        # p/q multiplies by p first and divides by q last (``3.0 * x * x / 1000``)
+        coeff = sympy.Mul(*[a for a in e.args if a.is_number])
+        rest = _polynomial_bound(sympy.Mul(*[a for a in e.args if not a.is_number]), v)
+        if rest is None or not coeff.is_real:
+            return None
+        scale = abs(coeff.p) if coeff.is_Rational else abs(coeff)
+        return sympy.Max(scale, 1) * rest
+    if isinstance(e, (sympy.Add, sympy.Mul, mul_no_nan)):
+        parts = [_polynomial_bound(a, v) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        return sympy.Add(*parts) if isinstance(e, sympy.Add) else sympy.Mul(*parts)
+    return None
+
+
+def _overflows(bound, v) -> bool:
+    """Whether the polynomial ``bound`` in ``v`` alone can overflow where ``v`` is
+    finite: of degree 2 or more, or with a coefficient larger than 1 in magnitude
+    (``x**3``, ``2*x``; not ``x`` or ``-x/2``)."""
+    poly = as_polynomial(bound, v)
+    if poly is None or poly.free_symbols != {v}:
+        return False
+    return poly.degree() > 1 or any(abs(c) > 1 for c in poly.coeffs())
+
+
+def _polynomial_in(u, v) -> bool:
+    """Whether ``u`` is a nonconstant polynomial in ``v`` alone."""
+    poly = as_polynomial(u, v)
+    return poly is not None and poly.free_symbols == {v} and poly.degree() > 0
+
+
+def _without_cancellation(e):
+    """``e`` with ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` written as ratios of
+    exponentials (1 - tanh(u) = 2 / (1 + exp(2u)), 1 - tanh(u)**2 = cosh(u)**-2) and
+    ``mul_no_nan`` as a product, so that 50 digits evaluate them where they are far
+    below 1e-50."""
+
+    def stable(f):
+        u = _decay_argument(f)
+        one = next(a for a in f.args if a in (S.One, S.NegativeOne))
+        other = f - one
+        if other == sympy.tanh(u) or other == -sympy.tanh(u):
+            sign = 1 if other == sympy.tanh(u) else -1  # f = one + sign * tanh(u)
+            return one * 2 / (1 + sympy.exp(-2 * u * sign * one))
+        return one * sympy.cosh(u) ** -2  # one - one * tanh(u)**2
+
+    e = e.replace(mul_no_nan, lambda a, b: a * b)
+    return e.replace(
+        lambda f: isinstance(f, sympy.Add) and len(f.args) == 2
+        and _decay_argument(f) is not None,
+        stable,
+    )
+
+
+def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
+    """Whether, in ``dtype``, wherever the rest's bound ``bound(|v|)`` reaches the
+    largest finite number (the rest may be inf there, or NaN: inf - inf), the exact
+    ``|rest * decaying|`` is below the smallest normal number (so the 0 that mul_no_nan
+    gives where ``decaying`` rounds to 0 is right, and ``rest`` is finite wherever
+    ``decaying`` is not 0) or above the largest (the product overflows however it is
+    computed). Checked at 50 digits at the first overflow and :data:`SOUNDNESS_POINTS`
+    points beyond it on both sides of 0.
+
+    ``x**30 * exp(-x)`` fails in float32 (``x**30`` overflows at x = 19.4, where the
+    product is 1e30), ``x**5 / cosh(x)`` in float16 (x = 9.2, product 13); tanh-GELU's
+    derivative holds in every dtype (its rest overflows where ``|u|`` is 1e38 in
+    float32).
+    """
+    fmt = formats.get(dtype)
+    if fmt is None:
+        return False
+    top, tiny = mpmath.mpf(fmt.largest), mpmath.mpf(fmt.tiny)
+    # at least the largest finite number once rounded: the bound's coefficients are the
+    # printed floats, so at its first overflow the exact product can be a hair below
+    # (10**30 * x against 1e30 * x), and there it rounds to the largest or to inf anyway
+    edge = top * (1 - mpmath.mpf(2) ** -fmt.precision)
+    coeffs = [abs(mpmath.mpf(float(c))) for c in sympy.Poly(bound, v).all_coeffs()]
+    size = lambda t: mpmath.polyval(coeffs, t)  # noqa: E731 - increasing in t >= 0
+    with mpmath.workdps(50):
+        if size(top) < top:
+            return False
+        lo, hi = mpmath.mpf(0), mpmath.log(top)  # bisect log(t)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if size(mpmath.exp(mid)) >= top else (mid, hi)
+        first = mpmath.exp(hi)
+        product = sympy.lambdify(
+            v, standard(_without_cancellation(rest * decaying)), "mpmath")
+        for k in range(SOUNDNESS_POINTS + 1):
+            t = first * (top / first) ** (mpmath.mpf(k) / SOUNDNESS_POINTS)
+            for x in (t, -t):
+                try:
+                    value = abs(product(x))
+                except (OverflowError, ZeroDivisionError, ValueError, TypeError):
+                    return False
+                if not (value < tiny or value >= edge):
+                    return False
+    return True
+
+
+def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``D * R`` -> ``mul_no_nan(R, D)`` in one input ``v``, where ``D`` (the factors
+    that decay exponentially in a polynomial ``u(v)``: exp(u), sigmoid(u), 1 ± tanh(u),
+    sech(u)**n) underflows to 0 and ``R`` (the others) grows like a polynomial in ``v``
+    that can overflow, and :func:`_zero_is_right` in ``dtype``.
+
+    The value is unchanged wherever ``R`` is finite. Where ``D`` is 0, the product as
+    written is 0 where ``R`` is finite and NaN where it overflowed; the check makes sure
+    ``R`` overflows only where the exact product is below the dtype's smallest normal
+    number (0 is right) or above its largest. One input only: with two
+    (``exp(-(x - y)) * x**2``), ``u`` can be moderate where ``R`` overflows (x = y =
+    1e30). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
+    ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
+    """
+    used = set()
+
+    def fix(e):
+        if not isinstance(e, sympy.Mul) or len(e.free_symbols) != 1:
+            return None
+        (v,) = e.free_symbols
+        decaying = [f for f in e.args if _decay_argument(f) is not None]
+        rest = [f for f in e.args if _decay_argument(f) is None]
+        if not decaying or not rest:
+            return None
+        if not all(_polynomial_in(_decay_argument(f), v) for f in decaying):
+            return None
+        d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
+        bound = _polynomial_bound(r, v)
+        if bound is None or not _overflows(bound, v):
+            return None
+        if not _zero_is_right(r, d, bound, v, dtype):
+            return None
+        used.add("vanishing_product")
+        return mul_no_nan(r, d)
+
+    out = bottom_up(expr, fix)
+    return out, tuple(sorted(used))

@@ -1,0 +1,75 @@
+"""Expression helpers the guards share (:mod:`gradgen.derive` and
+:mod:`gradgen.stability.cheaper` call the first two).
+
+* :func:`bottom_up`: receives an expression and a function of one node; returns the
+  expression rebuilt from its leaves up, each node replaced by the function's value
+  (None keeps the node).
+* :func:`as_polynomial`: receives an expression and a symbol; returns the expression
+  as a :class:`sympy.Poly` in that symbol, or None.
+* :func:`standard`: receives an expression; returns it with gradgen's functions
+  (``sigmoid``, ``softplus``, ``logsumexp``, ``expm1``, ``log1p``, ``xlogy``, ``xdivy``,
+  ``xlog1py``) written in SymPy's own, for SymPy's ``limit`` and ``series`` and for
+  mpmath.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ...functions import (
+    expm1,
+    log1p,
+    logsumexp,
+    sigmoid,
+    softplus,
+    xdivy,
+    xlog1py,
+    xlogy,
+)
+
+
+def bottom_up(expr, fn):
+    """``expr`` rebuilt from its leaves up: each node with its arguments rebuilt, then
+    ``fn`` of it (None keeps the node). A repeated subexpression is rebuilt once."""
+    memo: dict = {}
+
+    def walk(e):
+        if e in memo:
+            return memo[e]
+        out = e
+        if e.args:  # (atoms have none)
+            args = tuple(walk(a) for a in e.args)
+            if args != e.args:
+                out = e.func(*args)
+        new = fn(out)
+        memo[e] = out if new is None else new
+        return memo[e]
+
+    return walk(expr)
+
+
+def as_polynomial(e, v):
+    """``e`` as a polynomial in ``v`` (a :class:`sympy.Poly`, whose coefficients may
+    hold other symbols but not ``v``), or None where it is not one (``sin(v) * v``)."""
+    try:
+        return sympy.Poly(e, v)
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded):
+        return None
+
+
+def standard(expr):
+    """``expr`` with gradgen's functions written in SymPy's (for ``limit``)."""
+    mapping = {}
+    for f in expr.atoms(sigmoid, softplus, logsumexp, expm1, log1p):
+        mapping[f] = (
+            f.rewrite(sympy.exp)
+            if not isinstance(f, log1p)
+            else sympy.log(1 + f.args[0])
+        )
+    for f in expr.atoms(xlogy):
+        mapping[f] = f.args[0] * sympy.log(f.args[1])
+    for f in expr.atoms(xdivy):
+        mapping[f] = f.args[0] / f.args[1]
+    for f in expr.atoms(xlog1py):
+        mapping[f] = f.args[0] * sympy.log(1 + f.args[1])
+    return expr.xreplace(mapping)
