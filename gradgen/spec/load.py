@@ -11,6 +11,7 @@ worded by :mod:`.messages`) -> names and defaults (:mod:`.resolve`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -54,12 +55,39 @@ def load_spec(path: str | Path, display_path: str | None = None) -> SpecDocument
 
 def parse_spec(data: bytes, path: str) -> SpecDocument:
     """Validate spec bytes; see :func:`load_spec`."""
+    source = _decode(data, path)
+    reader, raw = _read(path, source, _compose(source, path))
+
+    def diag(loc, message, key=False):
+        return diagnostic_at(
+            path, reader.positions, reader.key_positions, raw, loc, message, key
+        )
+
+    _refuse_read_problems(path, reader, raw)
+    _check_mapping_and_version(raw, diag)
+    _expressions_as_text(raw, reader)
+    model, problems = resolve_model(_validate(raw, diag), diag)
+    if problems:
+        raise SpecError(problems)
+    return SpecDocument(
+        path=path,
+        source=source,
+        sha256=content_sha256(raw),
+        model=model,
+        _positions=reader.positions,
+        _key_positions=reader.key_positions,
+        _anchors=reader.anchors,
+    )
+
+
+def _decode(data: bytes, path: str) -> str:
+    """The spec's text: at most :data:`~.limits.MAX_SPEC_BYTES` bytes of UTF-8."""
     if len(data) > MAX_SPEC_BYTES:
         raise SpecError(
             Diagnostic(Location(path), f"spec is larger than {MAX_SPEC_BYTES} bytes")
         )
     try:
-        source = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         before = data[: e.start]
         line = before.count(b"\n") + 1
@@ -68,6 +96,10 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
             Diagnostic(Location(path, line, col), f"spec is not UTF-8 ({e.reason} at byte "
                        f"{e.start})")
         )
+
+
+def _compose(source: str, path: str) -> yaml.Node:
+    """The spec's YAML node tree, from PyYAML's safe composer (no value constructed)."""
     try:
         node = yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
@@ -81,24 +113,31 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
         raise SpecError(Diagnostic(Location(path), "invalid YAML: nested too deeply"))
     if node is None:
         raise SpecError(Diagnostic(Location(path), "spec is empty; expected a mapping"))
+    return node
 
+
+def _read(path: str, source: str, node: yaml.Node) -> tuple[YamlReader, Any]:
+    """The node tree as plain data, and the reader that recorded its positions."""
     reader = YamlReader(path, source)
     try:
         raw = reader.read(node)
     except RecursionError:
         raise SpecError(Diagnostic(Location(path), "spec is nested too deeply"))
+    return reader, raw
 
-    def diag(loc, message, key=False):
-        return diagnostic_at(
-            path, reader.positions, reader.key_positions, raw, loc, message, key
-        )
 
+def _refuse_read_problems(path: str, reader: YamlReader, raw: Any) -> None:
+    """Raise the problems the reader found (aliases, tags, keys, scalars), if any."""
     problems = [
         Diagnostic(Location(path, *mark), msg, *op_field(raw, loc))
         for loc, mark, msg in reader.errors
     ]
     if problems:
         raise SpecError(problems)
+
+
+def _check_mapping_and_version(raw: Any, diag) -> None:
+    """Refuse data that is not a mapping, and a version this gradgen does not read."""
     if not isinstance(raw, dict):
         # the type only: a file named by mistake (or by a hostile glob) is not quoted
         kind = "a list" if isinstance(raw, list) else (
@@ -112,30 +151,24 @@ def parse_spec(data: bytes, path: str) -> SpecDocument:
             else f"expected the integer {SPEC_VERSION}; got {describe(version)}"
         )
         raise SpecError(diag(("version",), message))
+
+
+def _expressions_as_text(raw: dict, reader: YamlReader) -> None:
+    """Put back, in ``raw``, each expression YAML read as a number, as it was written."""
     # Expressions are text: `output: 2` or `output: 1.5` mean the expression as written.
     for loc in expression_locs(raw):
         value = value_at(raw, loc)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             replace_at(raw, loc, reader.raw[loc])
 
+
+def _validate(raw: dict, diag) -> ModuleSpec:
+    """The pydantic model of ``raw``; every validation error as a diagnostic."""
     try:
-        model = ModuleSpec.model_validate(raw)
+        return ModuleSpec.model_validate(raw)
     except ValidationError as e:
         diagnostics = []
         for err in e.errors(include_url=False):
             loc, message, at_key = pydantic_message(err, raw)
             diagnostics.append(diag(loc, message, at_key))
         raise SpecError(diagnostics)
-
-    model, problems = resolve_model(model, diag)
-    if problems:
-        raise SpecError(problems)
-    return SpecDocument(
-        path=path,
-        source=source,
-        sha256=content_sha256(raw),
-        model=model,
-        _positions=reader.positions,
-        _key_positions=reader.key_positions,
-        _anchors=reader.anchors,
-    )
