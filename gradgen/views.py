@@ -40,7 +40,7 @@ def _statements(printer: TFPrinter, statements, op: ir.OpIR, where: str, indent:
 
 
 # Stands for the accuracy audit's lines in a generic op's docstring text until every
-# dtype's audit is known (user text cannot hold a NUL: spec.DocText refuses it).
+# dtype's audit is known (user text cannot hold a NUL: spec.fields.DocText refuses it).
 AUDIT_MARK = "\x00audit\x00"
 
 
