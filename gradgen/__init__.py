@@ -7,7 +7,7 @@ The public API is small: :func:`load_spec` (read and validate a spec), :func:`ge
 Importing gradgen does not import TensorFlow (nor SymPy, until an API function is used).
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 _API = ("GeneratedOp", "OpDef", "build_spec", "generate_source", "load", "op", "spec_text")
 

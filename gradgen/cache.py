@@ -28,7 +28,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .files import read_bounded
 
 

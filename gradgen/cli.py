@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from .version import __version__
 from .errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, cache
+from . import cache
+from .version import __version__
 from .errors import Diagnostic, SpecError, UsageError
 from .render import ModuleMeta, OpViews, defined_names, render_module, render_tests, test_cases
 from .safe import check_path_text

@@ -14,6 +14,7 @@ The lookups at the end are what the parser, printer, verification and audit read
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 
 import mpmath
 import numpy as np
@@ -90,12 +91,15 @@ FUNCTIONS: tuple[Function, ...] = (
              classes=(kinks.Heaviside,), singular=(0,),
              source="printed as indicators: [u > 0] + [u = 0]/2"),
     _unary("log1p", log1p, np.log1p, mpmath.log1p, domain=Interval.open(-1, oo),
-           singular=(-1,), holomorphic=True),
-    _unary("expm1", expm1, np.expm1, mpmath.expm1, grows=True, holomorphic=True),
+           singular=(-1,), holomorphic=True, meaning=lambda x: sympy.log(1 + x)),
+    _unary("expm1", expm1, np.expm1, mpmath.expm1, grows=True, holomorphic=True,
+           meaning=lambda x: sympy.exp(x) - 1),
     _unary("sigmoid", smooth.sigmoid, num.np_sigmoid, num.mp_sigmoid, grows=True,
-           holomorphic=True, source="tf.math.sigmoid; derivative sigmoid(x)*sigmoid(-x)"),
+           holomorphic=True, source="tf.math.sigmoid; derivative sigmoid(x)*sigmoid(-x)",
+           meaning=lambda x: 1 / (1 + sympy.exp(-x))),
     _unary("softplus", smooth.softplus, num.np_softplus, num.mp_softplus, grows=True,
-           source="tf.math.softplus; derivative sigmoid(x)"),
+           source="tf.math.softplus; derivative sigmoid(x)",
+           meaning=lambda x: sympy.log(1 + sympy.exp(x))),
     Function("atan2", ELEMENTWISE, ("atan2",), build=sympy.atan2, classes=(sympy.atan2,),
              arity=(2, 2), tf="tf.math.atan2", numpy=np.arctan2, mpmath=mpmath.atan2),
     *(Function(name, ELEMENTWISE, (name,), build=cls, classes=(cls, getattr(sympy, name)),
@@ -121,22 +125,25 @@ FUNCTIONS: tuple[Function, ...] = (
     # introduced by rewrites, guards and the derivation
     Function("conjugate", INTERNAL, classes=(sympy.conjugate,), tf="tf.math.conj",
              numpy=np.conj),
-    *(Function(cls.__name__, INTERNAL, classes=(cls,), arity=(2, 2), tf=tf, numpy=numpy)
-      for cls, tf, numpy in (
-          (nan_safe.xlogy, "tf.math.xlogy", num.np_xlogy),
-          (nan_safe.xdivy, "tf.math.xdivy", num.np_xdivy),
-          (nan_safe.xlog1py, "tf.math.xlog1py", num.np_xlog1py),
-          (nan_safe.mul_no_nan, "tf.math.multiply_no_nan", num.np_mul_no_nan),
+    *(Function(cls.__name__, INTERNAL, classes=(cls,), arity=(2, 2), tf=tf, numpy=numpy,
+               meaning=meaning)
+      for cls, tf, numpy, meaning in (
+          (nan_safe.xlogy, "tf.math.xlogy", num.np_xlogy, lambda x, y: x * sympy.log(y)),
+          (nan_safe.xdivy, "tf.math.xdivy", num.np_xdivy, lambda x, y: x / y),
+          (nan_safe.xlog1py, "tf.math.xlog1py", num.np_xlog1py,
+           lambda x, y: x * sympy.log(1 + y)),
+          (nan_safe.mul_no_nan, "tf.math.multiply_no_nan", num.np_mul_no_nan, None),
       )),
     *(Function(cls.__name__, INTERNAL, classes=(cls,), arity=arity, helper=helper,
-               numpy=numpy)
-      for cls, arity, helper, numpy in (
-          (smooth.logsumexp, (2, None), "_logsumexp", num.np_logsumexp),
-          (smooth.logcosh, (1, 1), "_logcosh", num.np_logcosh),
-          (smooth.log1mexp, (1, 1), "_log1mexp", num.np_log1mexp),
-          (smooth.erfcx, (1, 1), "_erfcx", num.np_erfcx),
-          (smooth.log_erfc, (1, 1), "_log_erfc", num.np_log_erfc),
-          (smooth.hypot, (1, None), "_hypot", num.np_hypot),
+               numpy=numpy, meaning=meaning)
+      for cls, arity, helper, numpy, meaning in (
+          (smooth.logsumexp, (2, None), "_logsumexp", num.np_logsumexp,
+           lambda *a: sympy.log(sympy.Add(*(sympy.exp(u) for u in a)))),
+          (smooth.logcosh, (1, 1), "_logcosh", num.np_logcosh, None),
+          (smooth.log1mexp, (1, 1), "_log1mexp", num.np_log1mexp, None),
+          (smooth.erfcx, (1, 1), "_erfcx", num.np_erfcx, None),
+          (smooth.log_erfc, (1, 1), "_log_erfc", num.np_log_erfc, None),
+          (smooth.hypot, (1, None), "_hypot", num.np_hypot, None),
       )),
     # printed by TFPrinter._print_<Class>
     Function("Guard", INTERNAL, classes=(internal.Guard,), arity=(3, 3), numpy=num.np_guard),
@@ -222,3 +229,17 @@ def as_declared(expr):
     differentiated again keeps the kink conventions."""
     table = _own_classes()
     return expr.replace(lambda e: type(e) in table, lambda e: table[type(e)](*e.args))
+
+
+@lru_cache(maxsize=None)
+def _meanings() -> dict[type, Callable]:
+    return {f.classes[0]: f.meaning for f in FUNCTIONS if f.meaning is not None}
+
+
+def as_meaning(expr):
+    """``expr`` with each stable primitive written as its meaning in SymPy's own
+    functions (``log1p(x)`` as ``log(1 + x)``; the outermost of nested ones), for SymPy's
+    ``limit`` and ``series``, which know SymPy's functions only."""
+    table = _meanings()
+    mapping = {f: table[type(f)](*f.args) for f in expr.atoms(*table)}
+    return expr.xreplace(mapping)

@@ -63,6 +63,9 @@ class Function:
         holomorphic: complex ops may use it (holomorphic, and TensorFlow has complex
             kernels for it).
         no_kernel: (the TensorFlow kernels it needs, the float dtypes that lack them).
+        meaning: for a stable primitive, its formula in SymPy's own functions, of the
+            arguments (Herbie's ``#:spec``: ``log1p(x)`` means ``log(1 + x)``): what
+            limits and series through it are taken of; None for the others.
         source: where the definition and its derivative come from.
     """
 
@@ -83,6 +86,7 @@ class Function:
     singular: tuple = ()
     holomorphic: bool = False
     no_kernel: tuple[str, tuple[str, ...]] | None = None
+    meaning: Callable | None = None
     source: str = ""
 
     def __post_init__(self):

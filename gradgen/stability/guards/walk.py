@@ -6,26 +6,16 @@
   (None keeps the node).
 * :func:`as_polynomial`: receives an expression and a symbol; returns the expression
   as a :class:`sympy.Poly` in that symbol, or None.
-* :func:`standard`: receives an expression; returns it with gradgen's functions
-  (``sigmoid``, ``softplus``, ``logsumexp``, ``expm1``, ``log1p``, ``xlogy``, ``xdivy``,
-  ``xlog1py``) written in SymPy's own, for SymPy's ``limit`` and ``series`` and for
-  mpmath.
+* :func:`standard`: receives an expression; returns it with gradgen's stable
+  primitives written in SymPy's own functions (each one's declared meaning: ``log1p(x)``
+  is ``log(1 + x)``), for SymPy's ``limit`` and ``series`` and for mpmath.
 """
 
 from __future__ import annotations
 
 import sympy
 
-from ...functions import (
-    expm1,
-    log1p,
-    logsumexp,
-    sigmoid,
-    softplus,
-    xdivy,
-    xlog1py,
-    xlogy,
-)
+from ...functions.declarations import as_meaning
 
 
 def bottom_up(expr, fn):
@@ -58,18 +48,6 @@ def as_polynomial(e, v):
 
 
 def standard(expr):
-    """``expr`` with gradgen's functions written in SymPy's (for ``limit``)."""
-    mapping = {}
-    for f in expr.atoms(sigmoid, softplus, logsumexp, expm1, log1p):
-        mapping[f] = (
-            f.rewrite(sympy.exp)
-            if not isinstance(f, log1p)
-            else sympy.log(1 + f.args[0])
-        )
-    for f in expr.atoms(xlogy):
-        mapping[f] = f.args[0] * sympy.log(f.args[1])
-    for f in expr.atoms(xdivy):
-        mapping[f] = f.args[0] / f.args[1]
-    for f in expr.atoms(xlog1py):
-        mapping[f] = f.args[0] * sympy.log(1 + f.args[1])
-    return expr.xreplace(mapping)
+    """``expr`` with gradgen's functions written in SymPy's (for ``limit``): each
+    declared function's meaning (:func:`gradgen.functions.declarations.as_meaning`)."""
+    return as_meaning(expr)
