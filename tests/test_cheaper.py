@@ -68,7 +68,8 @@ ABSORBED = [
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
 
 
-@pytest.mark.parametrize("expr, applies_in", ABSORBED, ids=lambda v: str(v))
+@pytest.mark.parametrize("expr, applies_in", ABSORBED,
+                         ids=lambda v: str(sorted(v)) if isinstance(v, set) else str(v))
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_absorbed_complements(expr, applies_in, dtype):
     out, used = absorbed_complements(expr, dtype)

@@ -427,7 +427,8 @@ NONZERO = [
 ]
 
 
-@pytest.mark.parametrize("cond, nonzero", NONZERO, ids=str)
+@pytest.mark.parametrize("cond, nonzero", NONZERO,
+                         ids=lambda v: str(sorted(v, key=str)) if isinstance(v, set) else str(v))
 def test_private_nonzero_under(cond, nonzero):
     assert subgradients._nonzero_under(cond) == nonzero
 
