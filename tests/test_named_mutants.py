@@ -34,7 +34,7 @@ MUTANTS = [
      'return sorted(package.rglob("*.py")) + templates',
      'return sorted(package.rglob("*.py"))',
      ["tests/test_cache.py"]),
-    ("complex det's VJP without the conjugate", "gradgen/printer.py",
+    ("complex det's VJP without the conjugate", "gradgen/printer/calls.py",
      'return f"tf.math.conj(_cofactor({args[0]}))"', 'return f"_cofactor({args[0]})"',
      ["tests/test_complex_examples.py", "-k", "differences"]),
 ]
