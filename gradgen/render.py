@@ -20,6 +20,7 @@ from pathlib import Path
 
 import jinja2
 
+from . import runtime
 from .safe import comment, literal
 
 _CONTROL = {i for i in range(32)} - {9, 10} | {127}
@@ -209,9 +210,22 @@ def render_module(meta: ModuleMeta, ops: list) -> str:
         spec_sha256=meta.spec_sha256,
         docstring=docstring_literal("\n".join(_prose(doc, LINE_LENGTH))),
         uses_math=any(v.uses_math for v in ops),
-        helpers=sorted({h for v in ops for h in v.helpers}),
+        helper_templates=helper_templates({"_check_input"} | {h for v in ops for h in v.helpers}),
         ops=[_op_view(v.module) for v in ops],
     )
+
+
+def helper_templates(names) -> list[str]:
+    """The templates of the runtime helpers ``names`` need (:func:`gradgen.runtime.ordered`:
+    with the helpers they call, in the registry's order), for ``helpers.py.j2``."""
+    return [h.template for h in runtime.ordered(names)]
+
+
+def render_helpers(names) -> str:
+    """The code of the runtime helpers ``names`` need (no imports): what a generated
+    module holds of them."""
+    return _environment().get_template("helpers.py.j2").render(
+        helper_templates=helper_templates(names))
 
 
 def defined_names(view: dict) -> list[str]:

@@ -12,7 +12,8 @@ template and for the emitted-test template, printed through
 from __future__ import annotations
 
 from . import ir
-from .printer import PrintError, TFPrinter, print_value, with_dependencies
+from .printer import PrintError, TFPrinter, print_value
+from .runtime import with_dependencies
 from .spec import COMPLEX_DTYPES, default_dtype
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
 from .safe import literal
@@ -304,8 +305,6 @@ def op_views(op: ir.OpIR) -> OpViews:
     recomputed = _statements(printer, op.recomputed, op, "the gradient", indent)
     backward = _statements(printer, op.backward, op, "the gradient", indent)
     helpers = set(printer.helpers)
-    if any(isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward):
-        helpers.add("_unbroadcast")
     if op.named_dims:
         helpers.add("_check_named_dims")
     checks = _checks(op)
@@ -364,7 +363,3 @@ def op_views(op: ir.OpIR) -> OpViews:
         test_helpers=sorted(with_dependencies(test_printer.helpers)),
         cases=cases,
     )
-
-
-def _calls(value: ir.Call, fn: str) -> bool:
-    return value.fn == fn or any(isinstance(a, ir.Call) and _calls(a, fn) for a in value.args)

@@ -1,7 +1,7 @@
 """What gradgen's outputs do, tested by behaviour rather than by their bytes:
 
 * the input checks at the top of every generated op (`_check_input`,
-  `_check_named_dims` in templates/helpers.py.j2) refuse inputs of the wrong size, rank,
+  `_check_named_dims` in templates/runtime/) refuse inputs of the wrong size, rank,
   dtype or disagreeing named dims, eagerly and in `tf.function`, and accept the rest;
 * the emitted gradient tests (templates/test_module.py.j2) fail against a generated
   module whose gradient or forward was corrupted, and pass against the real one;

@@ -10,14 +10,12 @@ Anything without a TensorFlow form raises :class:`PrintError` naming the functio
 The modules: :mod:`~gradgen.printer.expressions` (elementwise SymPy expressions:
 :class:`TFPrinter`), :mod:`~gradgen.printer.numbers` (numeric constants),
 :mod:`~gradgen.printer.calls` (matrix products, reductions and the other
-:class:`~gradgen.ir.Call` s), :mod:`~gradgen.printer.helpers` (which module helpers
-call which) and :mod:`~gradgen.printer.errors`.
+:class:`~gradgen.ir.Call` s) and :mod:`~gradgen.printer.errors`. The helpers printed
+code calls are declared in :mod:`gradgen.runtime`.
 """
 
 from .calls import print_value
 from .errors import PrintError
 from .expressions import TFPrinter
-from .helpers import HELPER_DEPENDENCIES, with_dependencies
 
-__all__ = ["HELPER_DEPENDENCIES", "PrintError", "TFPrinter", "print_value",
-           "with_dependencies"]
+__all__ = ["PrintError", "TFPrinter", "print_value"]

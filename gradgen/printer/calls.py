@@ -18,7 +18,7 @@ import sympy
 from .. import ir
 from .expressions import TFPrinter
 
-# Reductions and their VJPs printed as calls of module helpers (templates/helpers.py.j2).
+# Reductions and their VJPs printed as calls of runtime helpers (gradgen.runtime).
 _REDUCTION_HELPERS = {
     "reduce_logsumexp": "_reduce_logsumexp",
     "softmax": "_softmax",
@@ -87,21 +87,19 @@ def _inverse(printer, value, args):
 
 def _det(printer, value, args):
     if printer.dtype.startswith("complex"):  # TF's own det gradient lacks a conj
-        printer.helpers.add("_complex_det")
-        return f"_complex_det({args[0]})"
+        return f"{printer.use_helper('_complex_det')}({args[0]})"
     return f"tf.linalg.det({args[0]})"
 
 
 def _cofactor(printer, value, args):
-    printer.helpers.add("_cofactor")
+    printer.use_helper("_cofactor")
     if value.param("conjugate"):
         return f"tf.math.conj(_cofactor({args[0]}))"
     return f"_cofactor({args[0]})"
 
 
 def _logdet(printer, value, args):
-    printer.helpers.add("_logabsdet")
-    return f"_logabsdet({args[0]})"
+    return f"{printer.use_helper('_logabsdet')}({args[0]})"
 
 
 def _trace(printer, value, args):
@@ -132,8 +130,7 @@ def _reduce(printer, value, args):
 
 
 def _reduction_helper(printer, value, args):
-    helper = _REDUCTION_HELPERS[value.fn]
-    printer.helpers.add(helper)
+    helper = printer.use_helper(_REDUCTION_HELPERS[value.fn])
     axis = list(value.param("axis"))
     keep = ", keepdims=True" if value.param("keepdims") else ""
     keep += f", count={int(value.param('count'))}" if value.param("count") else ""
@@ -164,7 +161,7 @@ def _count(printer, value, args):
 
 
 def _unbroadcast(printer, value, args):
-    return f"_unbroadcast({args[0]}, {args[1]})"
+    return f"{printer.use_helper('_unbroadcast')}({args[0]}, {args[1]})"
 
 
 def _zeros_like(printer, value, args):

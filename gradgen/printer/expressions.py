@@ -29,6 +29,7 @@ from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from .. import functions as fn
+from .. import runtime
 from ..functions import declarations as fns
 from ..spec import HALF_DTYPES
 from ..stability.guards import clamp_of
@@ -99,6 +100,12 @@ class TFPrinter(TensorflowPrinter):
         if isinstance(expr, sympy.Expr) and expr.is_number:
             return self._typed(expr)
         return self.doprint(expr)
+
+    def use_helper(self, name: str) -> str:
+        """Record that the printed code calls the runtime helper ``name``
+        (:mod:`gradgen.runtime`, which must declare it); returns ``name``."""
+        self.helpers.add(runtime.helper(name))
+        return name
 
     def _typed(self, expr) -> str:
         return f"tf.constant({self._number(expr)}, dtype=tf.{self.dtype})"
@@ -266,8 +273,7 @@ class TFPrinter(TensorflowPrinter):
         helper, a TensorFlow function of one argument, or one folded over two or more."""
         function = fns.of_class(type(expr))
         if function is not None and function.helper:
-            self.helpers.add(function.helper)
-            return f"{function.helper}({self._args(expr.args)})"
+            return f"{self.use_helper(function.helper)}({self._args(expr.args)})"
         if function is None or function.tf is None:
             raise PrintError(type(expr).__name__)
         if function.arity == (1, 1):

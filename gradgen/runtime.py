@@ -1,0 +1,119 @@
+"""The runtime helpers that generated code calls, each declared once.
+
+Receives: names of helpers that printed code calls (:attr:`gradgen.printer.TFPrinter.helpers`
+and those the views add, such as ``_check_input`` and ``_unbroadcast``). Returns: the
+helpers a module needs, with every helper they call (:func:`with_dependencies`), in the
+one fixed order they are written in (:func:`ordered`), and each helper's template file
+(``templates/runtime/``).
+
+:data:`HELPERS` is the registry: a helper's name, its template, the helpers it calls,
+whether it needs ``import math``, and what it does. The printer and the views name
+helpers from it, the function registry's ``helper`` field (:mod:`gradgen.functions`)
+names entries of it, and :mod:`gradgen.render` writes the templates of the helpers a
+module needs in its order. This module imports neither SymPy nor TensorFlow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Helper:
+    """One runtime helper.
+
+    Attributes:
+        name: the function generated code calls (``_unbroadcast``).
+        template: its code, relative to ``templates/`` (``runtime/unbroadcast.py.j2``);
+            the file may also hold constants and private functions only it uses.
+        description: what it does, in one line.
+        calls: the other helpers its code calls.
+        uses_math: its code uses the ``math`` module.
+    """
+
+    name: str
+    template: str
+    description: str
+    calls: tuple[str, ...] = ()
+    uses_math: bool = False
+
+
+def _helper(name: str, description: str, calls: tuple[str, ...] = (),
+            uses_math: bool = False) -> Helper:
+    return Helper(name, f"runtime/{name.lstrip('_')}.py.j2", description, calls, uses_math)
+
+
+#: every helper, in the order generated code holds them
+HELPERS: tuple[Helper, ...] = (
+    _helper("_check_input", "an argument converted to its declared dtype, its shape checked",
+            ("_check_representable", "_dtype_of")),
+    _helper("_check_representable",
+            "refuses a host value whose numbers conversion to the dtype would change"),
+    _helper("_dtype_of", "the dtype of a tensor, variable or NumPy value (None for Python "
+            "numbers)"),
+    _helper("_fused_kernels", "a fused op's XLA kernels, or their Python functions for small "
+            "tensors of known shape (_FUSE_FROM)"),
+    _helper("_common_dtype", "the dtype an op generated for several float dtypes computes in",
+            ("_dtype_of",)),
+    _helper("_check_named_dims", "checks that each named dim has one size wherever it is "
+            "declared"),
+    _helper("_logsumexp", "log(exp(t1) + exp(t2) + ...), elementwise, without overflow"),
+    _helper("_log1mexp", "log(1 - exp(x)) for x <= 0, accurate on both sides of -log(2)"),
+    _helper("_lse_parts", "the parts m + log1p(s) of log(sum(exp(x), axis)) that the "
+            "reductions share"),
+    _helper("_reduce_logsumexp", "log(sum(exp(x), axis)), or of the mean, with a softmax VJP",
+            ("_lse_parts", "_softmax")),
+    _helper("_log_softmax", "x - logsumexp(x, axis) without cancellation, with its VJP",
+            ("_lse_parts", "_log_softmax_grad")),
+    _helper("_softmax", "softmax(x, axis), shifted by the largest term, with its VJP",
+            ("_softmax_grad",)),
+    _helper("_softmax_grad", "the VJP of softmax, accurate where one term dominates"),
+    _helper("_log_softmax_grad", "the VJP of log_softmax, accurate where one term dominates"),
+    _helper("_extremum_grad", "the VJP of reduce_max and reduce_min: ties share the cotangent"),
+    _helper("_logcosh", "log(cosh(x)) without overflow or cancellation"),
+    _helper("_erfcx", "exp(x**2) * erfc(x), by an asymptotic series where erfc underflows"),
+    _helper("_log_erfc", "log(erfc(x)) without the underflow of erfc", ("_erfcx",)),
+    _helper("_hypot", "sqrt(t1**2 + t2**2 + ...) without overflow or underflow of the "
+            "squares"),
+    # its general branch computes det(a) * inverse(a), with _complex_det for complex a
+    _helper("_cofactor", "the cofactor matrix det(a) * inverse(a)^T, finite where a is "
+            "singular", ("_complex_det",)),
+    _helper("_complex_det", "det of complex matrices, with the conjugated VJP",
+            ("_cofactor",)),
+    _helper("_logabsdet", "log|det(a)|: slogdet, or a QR where XLA compiles the graph"),
+    _helper("_unbroadcast", "a gradient summed over the axes broadcasting added, from "
+            "run-time shapes"),
+)
+
+BY_NAME: dict[str, Helper] = {h.name: h for h in HELPERS}
+
+
+def helper(name: str) -> str:
+    """``name``, checked to be a declared helper (what printers record).
+
+    Raises:
+        KeyError: no helper has that name (a gradgen bug).
+    """
+    return BY_NAME[name].name
+
+
+def with_dependencies(names) -> set[str]:
+    """``names`` and every helper they call, transitively.
+
+    Raises:
+        KeyError: a name is not a declared helper.
+    """
+    out: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(BY_NAME[name].calls)
+    return out
+
+
+def ordered(names) -> list[Helper]:
+    """The helpers ``names`` need (:func:`with_dependencies`), in :data:`HELPERS`' order."""
+    needed = with_dependencies(names)
+    return [h for h in HELPERS if h.name in needed]
