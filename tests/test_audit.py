@@ -476,11 +476,10 @@ def test_findings_reproduce_in_tensorflow(tmp_path, no_cache):
     """Every NaN or inf the audit reports (examples, in float32 and float16) is one that
     the generated op gives in TensorFlow: the mirror raises no false alarm."""
     tf = pytest.importorskip("tensorflow")
-    import importlib.util
-
     import yaml
 
-    from gradgen.emit import generate_all
+    from gradgen.emit import generate_all, runtime_files
+    from gradgen.loading import load_file
 
     specs = [str(p) for p in EXAMPLES]
     variant = yaml.safe_load((ROOT / "examples" / "stability.yaml").read_text())
@@ -488,12 +487,13 @@ def test_findings_reproduce_in_tensorflow(tmp_path, no_cache):
     (tmp_path / "f16.yaml").write_text(yaml.safe_dump(variant))
     specs.append(str(tmp_path / "f16.yaml"))
     checked = 0
-    for g in generate_all(specs, str(tmp_path)):
+    generated = generate_all(specs, str(tmp_path))
+    for name, text in runtime_files(generated, str(tmp_path), specs).items():
+        (tmp_path / name).write_text(text)
+    for g in generated:
         path = tmp_path / f"{g.meta.name}.py"
         path.write_text(g.text)
-        spec = importlib.util.spec_from_file_location(g.meta.name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_file(path)
         for name, audit in g.audits.items():
             view = next(v for v in g.views if v.module["name"] == name)
             shapes = view.cases[0][3]
@@ -811,13 +811,13 @@ def test_an_audit_out_of_time_is_not_cached(tmp_path, monkeypatch):
 
     monkeypatch.setattr(audit_module, "audit_op", slow)
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "2")
-    (first,) = generate([str(spec)], str(tmp_path)).values()
+    first = generate([str(spec)], str(tmp_path))["timed.py"]
     assert "not run" in first or "time budget" in first
     monkeypatch.setattr(audit_module, "audit_op", original)
     monkeypatch.delenv("GRADGEN_OP_TIMEOUT")
-    (second,) = generate([str(spec)], str(tmp_path)).values()
+    second = generate([str(spec)], str(tmp_path))["timed.py"]
     monkeypatch.setenv("GRADGEN_CACHE", "0")
-    (uncached,) = generate([str(spec)], str(tmp_path)).values()
+    uncached = generate([str(spec)], str(tmp_path))["timed.py"]
     assert second == uncached and "Accuracy audit" in second
 
 

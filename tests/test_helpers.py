@@ -34,9 +34,7 @@ NAN = float("nan")
 @pytest.fixture(scope="module")
 def H(tmp_path_factory):
     """The rendered helpers, imported once."""
-    path = render_helpers_module(
-        tmp_path_factory.mktemp("helpers") / "gradgen_helpers.py"
-    )
+    path = render_helpers_module(tmp_path_factory.mktemp("helpers"))
     return import_helpers_module(path, "gradgen_helpers_under_test")
 
 
