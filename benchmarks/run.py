@@ -42,12 +42,11 @@ def build(policy: str | None = "save", folder: Path | None = None, fuse: str = "
     """Generate the benchmark module (every op's memory policy set, or left to its
     default where ``policy`` is None, and ``fuse`` for every op not in ``unfused``) and
     import it."""
-    import importlib.util
-
     import yaml
 
     sys.path.insert(0, str(ROOT))
     from gradgen.emit import generate
+    from gradgen.loading import load_file
 
     spec = yaml.safe_load(SPEC.read_text())
     for op in spec["ops"]:
@@ -59,12 +58,9 @@ def build(policy: str | None = "save", folder: Path | None = None, fuse: str = "
     folder = folder or Path(tempfile.mkdtemp(prefix="gradgen-bench-"))
     path = folder / f"ops_{policy}_{fuse}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    ((name, text),) = generate([str(path)], str(folder)).items()
-    (folder / name).write_text(text)
-    module_spec = importlib.util.spec_from_file_location(spec["module"], folder / name)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    for name, text in generate([str(path)], str(folder)).items():  # the module, its runtime
+        (folder / name).write_text(text)
+    return load_file(folder / f"{spec['module']}.py")
 
 
 def step_function(tf, fn, differentiable, jit: bool):

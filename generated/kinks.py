@@ -4,141 +4,10 @@
 
 import tensorflow as tf
 
-__all__ = [
-    "abs_diff",
-    "signed_square",
-    "floor_mix",
-    "ceiling_mix",
-    "maximum",
-    "minimum3",
-    "clip01",
-    "step_gate",
-    "relu",
-    "huber",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-def _unbroadcast(grad, like):
-    """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
-
-    Axes come from the run-time shapes (`BroadcastGradientArgs`, as in TensorFlow's
-    math_grad.py), for inputs whose declared shape leaves them undecided.
-    """
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import _check_input, _unbroadcast
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import _check_input, _unbroadcast
 
 
 def abs_diff(x, y):
@@ -686,3 +555,17 @@ def _huber_vjp(r):
         return grad_r
 
     return out, grad
+
+
+__all__ = [
+    "abs_diff",
+    "signed_square",
+    "floor_mix",
+    "ceiling_mix",
+    "maximum",
+    "minimum3",
+    "clip01",
+    "step_gate",
+    "relu",
+    "huber",
+]

@@ -4,317 +4,22 @@
 
 import tensorflow as tf
 
-__all__ = [
-    "sandwich",
-    "sandwich_any_batch",
-    "quadratic_form",
-    "log_det",
-    "attention_scores",
-    "layer",
-    "inverse_trace",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-def _check_named_dims(op, inputs, uses):
-    """Check that each named dim has one size wherever it is declared.
-
-    `inputs` maps input names to the tensors `_check_input` returned (their rank is
-    known); `uses` maps a dim name to the (input name, axis) places that declare it, an
-    input's several axes among them (`[batch, n, n]`). Sizes known statically are
-    compared now. A size unknown while tracing (None in an input signature) is compared
-    when the graph runs with the dim's static size, or else with its first place's size:
-    a size 1 would otherwise broadcast silently and give a gradient of the wrong shape.
-
-    Returns the tensors of `inputs`, in its order. Each one compared when the graph runs
-    is reshaped to its compared size under the comparison's control dependency, so that
-    no graph (a TF1 graph run in a Session included) computes the op without it, and so
-    that XLA (jit_compile), which compiles assertions to nothing, refuses the sizes too:
-    compiling a reshape to another size fails (unless the input is empty).
-
-    Raises:
-        ValueError: statically known sizes of a named dim differ.
-        tf.errors.InvalidArgumentError: (when the graph runs) a size unknown while
-            tracing differs; under XLA, compiling the op fails instead ("Input to
-            reshape is a tensor with ... values, but the requested shape has ...", at
-            the node `<op>_dim_<dim>`).
-    """
-    checked = dict(inputs)
-    for dim, places in uses.items():
-        known = [(name, axis, inputs[name].shape[axis]) for name, axis in places]
-        known = [(name, axis, size) for name, axis, size in known if size is not None]
-        if len({size for _, _, size in known}) > 1:
-            found = ", ".join(f"{n}: {size} (axis {a})" for n, a, size in known)
-            raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
-        if len(known) == len(places):
-            continue
-        first, first_axis = known[0][:2] if known else places[0]
-        # a tensor, also where the size is static: assert_equal of a Python int and a
-        # run-time size was pruned from the graph (a [1, 4] W passed for [3, n])
-        want = tf.shape(checked[first])[first_axis]
-        for name, axis in places:
-            value = checked[name]
-            if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
-                continue
-            check = tf.debugging.assert_equal(
-                want,
-                tf.shape(value)[axis],
-                message=f"{op}: dim {dim!r} must have one size in {first!r} (axis "
-                f"{first_axis}) and {name!r} (axis {axis})",
-            )
-            with tf.control_dependencies([check]):
-                shape, dynamic = value.shape.as_list(), tf.shape(value)
-                sizes = [dynamic[i] if n is None else n for i, n in enumerate(shape)]
-                sizes[axis] = want
-                # XLA's error names this node: the op and the dim
-                checked[name] = tf.reshape(value, sizes, name=f"{op}_dim_{dim}")
-    return [checked[name] for name in inputs]
-
-
-def _cofactor(a):
-    """The cofactor matrix det(a) * inverse(a)^T (the transposed adjugate, the gradient
-    of det) over the last two axes, finite where a is singular.
-
-    For a static size up to 3 it is the polynomial formula (a 2x2's [[d, -c], [-b, a]];
-    a 3x3's rows are cross products of the other rows), exact and differentiable to any
-    order. Otherwise: det(a) * inverse(a)^T where a is well conditioned (smallest
-    singular value above n * eps * largest), and where it is not, the adjugate from the
-    SVD a = u diag(s) v^H: adj(a) = det(u) conj(det(v)) v diag(prod_{j != i} s_j) u^H,
-    with each product of the other singular values taken without dividing (exclusive
-    cumulative products). Second derivatives there come from TensorFlow's SVD gradient.
-    """
-    n = a.shape[-1]
-    if n == 1:
-        return tf.ones_like(a)
-    if n == 2:
-        a00, a01 = a[..., 0, 0], a[..., 0, 1]
-        a10, a11 = a[..., 1, 0], a[..., 1, 1]
-        return tf.stack([tf.stack([a11, -a10], -1), tf.stack([-a01, a00], -1)], -2)
-    if n == 3:
-        rows = [a[..., i, :] for i in range(3)]
-
-        def cross(u, v):
-            return tf.stack(
-                [
-                    u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
-                    u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
-                    u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0],
-                ],
-                -1,
-            )
-
-        return tf.stack(
-            [cross(rows[1], rows[2]), cross(rows[2], rows[0]), cross(rows[0], rows[1])],
-            -2,
-        )
-    dtype = a.dtype
-    if dtype in (tf.float16, tf.bfloat16):
-        a = tf.cast(a, tf.float32)
-    s, u, v = tf.linalg.svd(a)
-    size = tf.shape(a)[-1]
-    eps = tf.constant(
-        {tf.float64: 2.0**-52, tf.complex128: 2.0**-52}.get(a.dtype, 2.0**-23), s.dtype
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _cofactor,
+        _logabsdet,
+        _unbroadcast,
     )
-    singular = s[..., -1] <= tf.cast(size, s.dtype) * eps * s[..., 0]
-    others = tf.math.cumprod(s, axis=-1, exclusive=True) * tf.math.cumprod(
-        s, axis=-1, exclusive=True, reverse=True
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _cofactor,
+        _logabsdet,
+        _unbroadcast,
     )
-    det = _complex_det if a.dtype.is_complex else tf.linalg.det
-    phase = det(u) * tf.math.conj(det(v))
-    adjugate = phase[..., tf.newaxis, tf.newaxis] * tf.linalg.matmul(
-        v * tf.cast(others, a.dtype)[..., tf.newaxis, :], u, adjoint_b=True
-    )
-    eye = tf.eye(size, dtype=a.dtype)
-    safe = tf.where(singular[..., tf.newaxis, tf.newaxis], eye, a)
-    regular = det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
-    out = tf.linalg.matrix_transpose(
-        tf.where(singular[..., tf.newaxis, tf.newaxis], adjugate, regular)
-    )
-    return tf.cast(out, dtype)
-
-
-def _complex_det(a):
-    """tf.linalg.det of complex matrices with the VJP upstream * conj(cofactor(a)).
-
-    TensorFlow's own gradient of det (linalg_grad.py, _MatrixDeterminantGrad) is
-    upstream * det * inverse(a)^H, which lacks the conjugate of det for complex a; ops
-    that reuse a det value in their VJP differentiate through it at second order.
-    """
-
-    @tf.custom_gradient
-    def det(a):
-        def grad(upstream):
-            return upstream[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(a))
-
-        return tf.linalg.det(a), grad
-
-    return det(a)
-
-
-def _logabsdet(matrix):
-    """log|det(matrix)| over the last two axes (a real tensor).
-
-    TensorFlow's `slogdet` (an LU: faster) for float32 and float64 where the graph is
-    not compiled by XLA, which has no kernel for it; else the sum of log|diag(R)| of a
-    QR, which XLA compiles (and TensorFlow has for float16 and complex dtypes). Both
-    are stable where det over- or underflows.
-    """
-    if matrix.dtype in (tf.float32, tf.float64) and not _in_xla_context():
-        return tf.linalg.slogdet(matrix)[1]
-    return _logabsdet_qr(matrix)
-
-
-@tf.custom_gradient
-def _logabsdet_qr(matrix):
-    """log|det(matrix)| as the sum of log|diag(R)| of a QR, with the VJP
-    upstream * inverse(matrix)^H (Jacobi's formula, as TensorFlow's slogdet gradient):
-    TensorFlow's QR gradient needs static shapes, which a function traced for several
-    shapes (an XLA kernel of `fuse: xla`) does not have."""
-    r = tf.linalg.qr(matrix)[1]
-    value = tf.reduce_sum(tf.math.log(tf.math.abs(tf.linalg.diag_part(r))), axis=-1)
-
-    def grad(upstream):
-        upstream = tf.cast(upstream, matrix.dtype)[..., tf.newaxis, tf.newaxis]
-        return upstream * tf.linalg.inv(matrix, adjoint=True)
-
-    return value, grad
-
-
-def _in_xla_context():
-    """Whether the graph being built is compiled by XLA (`jit_compile=True`, TPU).
-
-    TensorFlow has no public API for this; its own TensorArray and while_loop ask
-    `control_flow_util.GraphOrParentsInXlaContext` (tensor_array_ops.py). Where a
-    TensorFlow build lacks it, True: the form chosen then compiles everywhere.
-    """
-    try:
-        from tensorflow.python.ops import control_flow_util
-    except ImportError:
-        return True
-    in_xla = getattr(control_flow_util, "GraphOrParentsInXlaContext", None)
-    return in_xla is None or in_xla(tf.compat.v1.get_default_graph())
-
-
-def _unbroadcast(grad, like):
-    """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
-
-    Axes come from the run-time shapes (`BroadcastGradientArgs`, as in TensorFlow's
-    math_grad.py), for inputs whose declared shape leaves them undecided.
-    """
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
 
 
 def sandwich(A, X, B):
@@ -799,3 +504,14 @@ def _inverse_trace_vjp(M):
         return grad_M
 
     return out, grad
+
+
+__all__ = [
+    "sandwich",
+    "sandwich_any_batch",
+    "quadratic_form",
+    "log_det",
+    "attention_scores",
+    "layer",
+    "inverse_trace",
+]

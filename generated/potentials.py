@@ -4,223 +4,20 @@
 
 import tensorflow as tf
 
-__all__ = [
-    "lennard_jones",
-    "morse",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-def _common_dtype(op, values, allowed, default):
-    """The dtype an op generated for the float dtypes `allowed` computes in.
-
-    That of its tensor arguments (tensors and variables, Keras ones included) and NumPy
-    float arrays, which must agree, as for a TensorFlow op; `default` when there are
-    none (Python numbers and lists, NumPy integer arrays: converted to it).
-
-    Raises:
-        TypeError: two arguments of different dtypes (naming both), or one of a dtype
-            not in `allowed`.
-    """
-    found = {}
-    for name, value in values.items():
-        dtype = _dtype_of(value)
-        if dtype is not None and (
-            tf.is_tensor(value) or isinstance(value, tf.Variable) or dtype.is_floating
-        ):
-            found[name] = dtype
-    if not found:
-        return default
-    (first, dtype), *rest = found.items()
-    for name, other in rest:
-        if other != dtype:
-            raise TypeError(
-                f"{op}: inputs {first!r} ({dtype.name}) and {name!r} ({other.name}) have "
-                "different dtypes; cast one (tf.cast) so that they agree"
-            )
-    if dtype not in allowed:
-        listing = ", ".join(d.name for d in allowed)
-        raise TypeError(
-            f"{op}: input {first!r} has dtype {dtype.name}; {op} takes {listing}"
-        )
-    return dtype
-
-
-def _check_named_dims(op, inputs, uses):
-    """Check that each named dim has one size wherever it is declared.
-
-    `inputs` maps input names to the tensors `_check_input` returned (their rank is
-    known); `uses` maps a dim name to the (input name, axis) places that declare it, an
-    input's several axes among them (`[batch, n, n]`). Sizes known statically are
-    compared now. A size unknown while tracing (None in an input signature) is compared
-    when the graph runs with the dim's static size, or else with its first place's size:
-    a size 1 would otherwise broadcast silently and give a gradient of the wrong shape.
-
-    Returns the tensors of `inputs`, in its order. Each one compared when the graph runs
-    is reshaped to its compared size under the comparison's control dependency, so that
-    no graph (a TF1 graph run in a Session included) computes the op without it, and so
-    that XLA (jit_compile), which compiles assertions to nothing, refuses the sizes too:
-    compiling a reshape to another size fails (unless the input is empty).
-
-    Raises:
-        ValueError: statically known sizes of a named dim differ.
-        tf.errors.InvalidArgumentError: (when the graph runs) a size unknown while
-            tracing differs; under XLA, compiling the op fails instead ("Input to
-            reshape is a tensor with ... values, but the requested shape has ...", at
-            the node `<op>_dim_<dim>`).
-    """
-    checked = dict(inputs)
-    for dim, places in uses.items():
-        known = [(name, axis, inputs[name].shape[axis]) for name, axis in places]
-        known = [(name, axis, size) for name, axis, size in known if size is not None]
-        if len({size for _, _, size in known}) > 1:
-            found = ", ".join(f"{n}: {size} (axis {a})" for n, a, size in known)
-            raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
-        if len(known) == len(places):
-            continue
-        first, first_axis = known[0][:2] if known else places[0]
-        # a tensor, also where the size is static: assert_equal of a Python int and a
-        # run-time size was pruned from the graph (a [1, 4] W passed for [3, n])
-        want = tf.shape(checked[first])[first_axis]
-        for name, axis in places:
-            value = checked[name]
-            if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
-                continue
-            check = tf.debugging.assert_equal(
-                want,
-                tf.shape(value)[axis],
-                message=f"{op}: dim {dim!r} must have one size in {first!r} (axis "
-                f"{first_axis}) and {name!r} (axis {axis})",
-            )
-            with tf.control_dependencies([check]):
-                shape, dynamic = value.shape.as_list(), tf.shape(value)
-                sizes = [dynamic[i] if n is None else n for i, n in enumerate(shape)]
-                sizes[axis] = want
-                # XLA's error names this node: the op and the dim
-                checked[name] = tf.reshape(value, sizes, name=f"{op}_dim_{dim}")
-    return [checked[name] for name in inputs]
-
-
-def _unbroadcast(grad, like):
-    """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
-
-    Axes come from the run-time shapes (`BroadcastGradientArgs`, as in TensorFlow's
-    math_grad.py), for inputs whose declared shape leaves them undecided.
-    """
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _common_dtype,
+        _unbroadcast,
+    )
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _common_dtype,
+        _unbroadcast,
+    )
 
 
 def lennard_jones(r, sigma, eps):
@@ -399,3 +196,9 @@ def _morse_vjp(r, r0, depth, width):
         return grad_r, grad_r0, grad_depth, grad_width
 
     return out, grad
+
+
+__all__ = [
+    "lennard_jones",
+    "morse",
+]

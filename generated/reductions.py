@@ -4,317 +4,28 @@
 
 import tensorflow as tf
 
-__all__ = [
-    "softmax_cross_entropy",
-    "logsumexp_naive",
-    "softmax_naive",
-    "log_softmax_naive",
-    "log_of_softmax",
-    "softmax_from_log",
-    "log_mean_exp",
-    "logsumexp_stable",
-    "softmax_stable",
-    "log_softmax_stable",
-    "max_margin",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-def _check_named_dims(op, inputs, uses):
-    """Check that each named dim has one size wherever it is declared.
-
-    `inputs` maps input names to the tensors `_check_input` returned (their rank is
-    known); `uses` maps a dim name to the (input name, axis) places that declare it, an
-    input's several axes among them (`[batch, n, n]`). Sizes known statically are
-    compared now. A size unknown while tracing (None in an input signature) is compared
-    when the graph runs with the dim's static size, or else with its first place's size:
-    a size 1 would otherwise broadcast silently and give a gradient of the wrong shape.
-
-    Returns the tensors of `inputs`, in its order. Each one compared when the graph runs
-    is reshaped to its compared size under the comparison's control dependency, so that
-    no graph (a TF1 graph run in a Session included) computes the op without it, and so
-    that XLA (jit_compile), which compiles assertions to nothing, refuses the sizes too:
-    compiling a reshape to another size fails (unless the input is empty).
-
-    Raises:
-        ValueError: statically known sizes of a named dim differ.
-        tf.errors.InvalidArgumentError: (when the graph runs) a size unknown while
-            tracing differs; under XLA, compiling the op fails instead ("Input to
-            reshape is a tensor with ... values, but the requested shape has ...", at
-            the node `<op>_dim_<dim>`).
-    """
-    checked = dict(inputs)
-    for dim, places in uses.items():
-        known = [(name, axis, inputs[name].shape[axis]) for name, axis in places]
-        known = [(name, axis, size) for name, axis, size in known if size is not None]
-        if len({size for _, _, size in known}) > 1:
-            found = ", ".join(f"{n}: {size} (axis {a})" for n, a, size in known)
-            raise ValueError(f"{op}: dim {dim!r} must have one size, got {found}")
-        if len(known) == len(places):
-            continue
-        first, first_axis = known[0][:2] if known else places[0]
-        # a tensor, also where the size is static: assert_equal of a Python int and a
-        # run-time size was pruned from the graph (a [1, 4] W passed for [3, n])
-        want = tf.shape(checked[first])[first_axis]
-        for name, axis in places:
-            value = checked[name]
-            if (name, axis) == (first, first_axis) or value.shape[axis] is not None:
-                continue
-            check = tf.debugging.assert_equal(
-                want,
-                tf.shape(value)[axis],
-                message=f"{op}: dim {dim!r} must have one size in {first!r} (axis "
-                f"{first_axis}) and {name!r} (axis {axis})",
-            )
-            with tf.control_dependencies([check]):
-                shape, dynamic = value.shape.as_list(), tf.shape(value)
-                sizes = [dynamic[i] if n is None else n for i, n in enumerate(shape)]
-                sizes[axis] = want
-                # XLA's error names this node: the op and the dim
-                checked[name] = tf.reshape(value, sizes, name=f"{op}_dim_{dim}")
-    return [checked[name] for name in inputs]
-
-
-def _lse_parts(x, axis):
-    """(m_safe, log1p_rest, finite, m) for log(sum(exp(x), axis)) = m + log1p_rest.
-
-    m is the largest term (keepdims) and log1p_rest = log1p(s), s the sum of exp(x - m)
-    over the other terms plus one for each tie beyond the first: accurate when one term
-    dominates (log(1 + s) would round to 0 for s below eps), as SciPy's logsumexp
-    (Blanchard, Higham & Higham, "Accurately computing the log-sum-exp and softmax
-    functions", 2021). m is not held constant: tf.reduce_max shares its gradient among
-    ties, so TensorFlow's gradient of m + log1p_rest is exactly the softmax of x.
-    Where m is not finite (all terms -inf, an inf or a NaN), `finite` is False and
-    m_safe is 0.
-    """
-    m = tf.reduce_max(x, axis=axis, keepdims=True)
-    finite = tf.math.is_finite(m)
-    m_safe = tf.where(finite, m, tf.zeros_like(m))
-    top = tf.math.equal(x, m)
-    others = tf.where(top, tf.zeros_like(x), tf.math.exp(x - m_safe))
-    ties = tf.reduce_sum(tf.cast(top, x.dtype), axis=axis, keepdims=True)
-    rest = tf.reduce_sum(others, axis=axis, keepdims=True) + (ties - 1.0)
-    return m_safe, tf.math.log1p(rest), finite, m
-
-
-def _reduce_logsumexp(x, axis, keepdims=False, count=0):
-    """log(sum(exp(x), axis)) without overflow or underflow. -inf where every term is
-    -inf, inf or NaN where a term is. With count (the number of terms reduced, known
-    from the declared shape), log(mean(exp(x), axis)) as m + log1p(mean(expm1(x - m))):
-    no cancellation where the result is near 0.
-
-    Its gradient is the cotangent times softmax(x) (finite at ties), given
-    explicitly: TensorFlow's autodiff of m + log1p(s) adds 1 and -1 + 1e-44 at the
-    largest term, losing the second derivatives' small entries.
-    """
-
-    @tf.custom_gradient
-    def logsumexp(x):
-        m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
-        if count:
-            total = tf.reduce_sum(tf.math.expm1(x - m_safe), axis=axis, keepdims=True)
-            log1p_rest = tf.math.log1p(total / count)
-        out = tf.where(finite, m_safe + log1p_rest, m)
-
-        def grad(upstream):
-            if not keepdims:
-                for a in axis:  # ascending; from the last for axes counted from the end
-                    upstream = tf.expand_dims(upstream, a)
-            return upstream * _softmax(x, axis)
-
-        return (out if keepdims else tf.squeeze(out, axis=axis)), grad
-
-    return logsumexp(x)
-
-
-def _log_softmax(x, axis):
-    """x - logsumexp(x, axis) computed as (x - m) - log1p(s) (see _lse_parts): no
-    cancellation between two large numbers, and exact to the last digit when one
-    term dominates. Its gradient is _log_softmax_grad (see _reduce_logsumexp)."""
-
-    @tf.custom_gradient
-    def log_softmax(x):
-        m_safe, log1p_rest, finite, m = _lse_parts(x, axis)
-        y = tf.where(finite, (x - m_safe) - log1p_rest, x - m)
-        return y, lambda upstream: _log_softmax_grad(upstream, y, axis)
-
-    return log_softmax(x)
-
-
-def _softmax(x, axis):
-    """exp(x) / sum(exp(x), axis), shifted by the largest term, so nothing overflows.
-
-    Its gradient is _softmax_grad (no cancellation where one term dominates), so the
-    second derivatives of ops whose VJP recomputes a softmax (logsumexp) are accurate.
-    """
-
-    @tf.custom_gradient
-    def softmax(x):
-        m = tf.reduce_max(x, axis=axis, keepdims=True)
-        e = tf.math.exp(x - tf.where(tf.math.is_finite(m), m, tf.zeros_like(m)))
-        y = e / tf.reduce_sum(e, axis=axis, keepdims=True)
-        return y, lambda upstream: _softmax_grad(upstream, y, axis)
-
-    return softmax(x)
-
-
-def _softmax_grad(upstream, y, axis):
-    """VJP of y = softmax(x, axis): y * (g - sum(g * y, axis)) (the Jacobian is
-    diag(y) - y y^T; TensorFlow's nn_grad._SoftmaxGrad).
-
-    Computed as y * (d - sum(y * d)) with d = g - c, c the cotangent at the largest y
-    (equal since sum(y) = 1): where one y is near 1, g - sum(g * y) would cancel to 0
-    at that entry (1 - y rounds to 0), while every term of sum(y * d) is small there.
-    """
-    top = tf.cast(tf.math.equal(y, tf.reduce_max(y, axis=axis, keepdims=True)), y.dtype)
-    c = tf.reduce_sum(upstream * top, axis=axis, keepdims=True) / tf.reduce_sum(
-        top, axis=axis, keepdims=True
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _extremum_grad,
+        _log_softmax,
+        _log_softmax_grad,
+        _reduce_logsumexp,
+        _softmax,
+        _softmax_grad,
     )
-    d = upstream - c
-    return y * (d - tf.reduce_sum(y * d, axis=axis, keepdims=True))
-
-
-def _log_softmax_grad(upstream, y, axis):
-    """VJP of y = log_softmax(x, axis): g - exp(y) * sum(g, axis).
-
-    At the largest y it is computed as -g * expm1(y) - exp(y) * (sum(g) - g): where
-    exp(y) is near 1, g - exp(y) * g would cancel (1 - exp(y) rounds to 0), while
-    -expm1(y) is exact since y is.
-    """
-    top = tf.math.equal(y, tf.reduce_max(y, axis=axis, keepdims=True))
-    zeros = tf.zeros_like(upstream)
-    p = tf.math.exp(y)
-    total = tf.reduce_sum(upstream, axis=axis, keepdims=True)
-    # sum(g) - g at the top entries, without subtracting g from a sum that holds it
-    rest = tf.reduce_sum(tf.where(top, zeros, upstream), axis=axis, keepdims=True)
-    tied = tf.reduce_sum(tf.where(top, upstream, zeros), axis=axis, keepdims=True)
-    others = rest + (tied - upstream)
-    return tf.where(
-        top, -upstream * tf.math.expm1(y) - p * others, upstream - p * total
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import (
+        _check_input,
+        _check_named_dims,
+        _extremum_grad,
+        _log_softmax,
+        _log_softmax_grad,
+        _reduce_logsumexp,
+        _softmax,
+        _softmax_grad,
     )
-
-
-def _extremum_grad(upstream, x, y, axis, keepdims=False):
-    """VJP of y = reduce_max(x, axis) (or reduce_min): the cotangent goes to the
-    extreme elements, shared equally among ties (as tf.reduce_max's gradient)."""
-    if not keepdims:
-        for a in axis:  # ascending; from the last for axes counted from the end
-            upstream = tf.expand_dims(upstream, a)
-            y = tf.expand_dims(y, a)
-    mask = tf.cast(tf.math.equal(x, y), upstream.dtype)
-    return upstream * mask / tf.reduce_sum(mask, axis=axis, keepdims=True)
 
 
 def softmax_cross_entropy(labels, logits):
@@ -916,3 +627,18 @@ def _max_margin_vjp(x):
         return grad_x
 
     return out, grad
+
+
+__all__ = [
+    "softmax_cross_entropy",
+    "logsumexp_naive",
+    "softmax_naive",
+    "log_softmax_naive",
+    "log_of_softmax",
+    "softmax_from_log",
+    "log_mean_exp",
+    "logsumexp_stable",
+    "softmax_stable",
+    "log_softmax_stable",
+    "max_margin",
+]

@@ -6,317 +6,24 @@ import math
 
 import tensorflow as tf
 
-__all__ = [
-    "one_minus_erf",
-    "erf_minus_one",
-    "one_minus_erfc",
-    "erfc_neg_minus_one",
-    "erfc_neg",
-    "log_erfc",
-    "log_one_minus_erf",
-    "hypot2",
-    "hypot3",
-    "data_power",
-    "exp_log_power",
-    "sinc_filled",
-    "sinc_where",
-    "expm1_ratio_filled",
-    "sinc_far_branch",
-    "det3",
-    "det_batch",
-    "det_any",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-# Where _erfcx switches to its asymptotic series: from x = 10 the series' first omitted
-# term, (2K + 1)!! / (2x**2)**(K + 1) with K = 12 terms, is 1e-17, below float64's unit
-# roundoff (1.1e-16); below 10, exp(x**2) * erfc(x) loses about x**2 units of roundoff
-# (1e-14 at most) and erfc(x) is still a normal number (it underflows at x = 26.6).
-# PyTensor's local_log_erfc switches only where erfc underflows to 0 (float32 10.0541949,
-# float64 26.641747557); erfc is already subnormal, with few digits left, from x = 9.2 in
-# float32, so this switch is earlier. Float16, bfloat16 and float32 compute in float64.
-_ERFCX_ASYMPTOTIC_FROM = 10.0
-# (-1)**n (2n - 1)!!, n = 0..12: erfcx(x) = (1 / (x sqrt(pi))) sum_n c_n / (2 x**2)**n
-# (DLMF 7.12.1)
-_ERFCX_SERIES = (
-    1.0,
-    -1.0,
-    3.0,
-    -15.0,
-    105.0,
-    -945.0,
-    10395.0,
-    -135135.0,
-    2027025.0,
-    -34459425.0,
-    654729075.0,
-    -13749310575.0,
-    316234143225.0,
-)
-# Below x = -26.6, exp(x**2) * erfc(x) (about 2 exp(x**2)) overflows float64.
-_ERFCX_OVERFLOW_BELOW = -26.6
-
-
-def _erfcx(x):
-    """Scaled complementary error function exp(x**2) * erfc(x), elementwise.
-
-    exp(x**2) * erfc(x) below _ERFCX_ASYMPTOTIC_FROM, the asymptotic series from there
-    (where erfc underflows and exp(x**2) overflows), inf below _ERFCX_OVERFLOW_BELOW.
-    Each branch is evaluated at a safe input where it is not selected (double where), so
-    TensorFlow's gradient of this function is finite.
-    """
-    dtype = x.dtype
-    x = tf.cast(x, tf.float64)
-    large = x >= _ERFCX_ASYMPTOTIC_FROM
-    far = x < _ERFCX_OVERFLOW_BELOW
-    xl = tf.where(large, x, _ERFCX_ASYMPTOTIC_FROM)
-    xs = tf.where(tf.math.logical_or(large, far), tf.zeros_like(x), x)
-    r = 0.5 / (xl * xl)
-    series = _ERFCX_SERIES[-1] * tf.ones_like(r)
-    for c in reversed(_ERFCX_SERIES[:-1]):
-        series = c + r * series
-    asymptotic = series / (xl * 1.7724538509055159)  # sqrt(pi)
-    direct = tf.math.exp(xs * xs) * tf.math.erfc(xs)
-    inf = tf.constant(float("inf"), dtype=tf.float64)
-    out = tf.where(large, asymptotic, tf.where(far, inf, direct))
-    return tf.cast(out, dtype)
-
-
-def _log_erfc(x):
-    """log(erfc(x)), elementwise, without the underflow of erfc: log(erfc(x)) below
-    _ERFCX_ASYMPTOTIC_FROM (erfc is a normal number there), -x**2 + log(erfcx(x)) from
-    there (erfc underflows to 0 at x = 10.05 in float32, 26.6 in float64). Float16,
-    bfloat16 and float32 compute in float64."""
-    dtype = x.dtype
-    x = tf.cast(x, tf.float64)
-    large = x >= _ERFCX_ASYMPTOTIC_FROM
-    xl = tf.where(large, x, _ERFCX_ASYMPTOTIC_FROM)
-    xs = tf.where(large, tf.zeros_like(x), x)
-    out = tf.where(
-        large, -xl * xl + tf.math.log(_erfcx(xl)), tf.math.log(tf.math.erfc(xs))
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import (
+        _check_input,
+        _cofactor,
+        _erfcx,
+        _hypot,
+        _log_erfc,
+        _unbroadcast,
     )
-    return tf.cast(out, dtype)
-
-
-def _hypot(*terms):
-    """sqrt(t1**2 + t2**2 + ...), elementwise with broadcasting, without overflow or
-    underflow of the squares: m * sqrt(sum((t / m)**2)) with m = max |t|, held constant
-    for autodiff (its derivative cancels exactly), so TensorFlow's gradient of this
-    function is t / hypot. 0 where every term is 0, inf where one is inf."""
-    m = tf.math.abs(terms[0])
-    for t in terms[1:]:
-        m = tf.math.maximum(m, tf.math.abs(t))
-    m = tf.stop_gradient(m)
-    special = tf.math.logical_or(tf.math.equal(m, 0.0), tf.math.is_inf(m))
-    scale = tf.where(special, tf.ones_like(m), m)
-    total = tf.math.square(terms[0] / scale)
-    for t in terms[1:]:
-        total = total + tf.math.square(t / scale)
-    root = scale * tf.math.sqrt(tf.where(special, tf.ones_like(total), total))
-    return tf.where(special, m, root)
-
-
-def _cofactor(a):
-    """The cofactor matrix det(a) * inverse(a)^T (the transposed adjugate, the gradient
-    of det) over the last two axes, finite where a is singular.
-
-    For a static size up to 3 it is the polynomial formula (a 2x2's [[d, -c], [-b, a]];
-    a 3x3's rows are cross products of the other rows), exact and differentiable to any
-    order. Otherwise: det(a) * inverse(a)^T where a is well conditioned (smallest
-    singular value above n * eps * largest), and where it is not, the adjugate from the
-    SVD a = u diag(s) v^H: adj(a) = det(u) conj(det(v)) v diag(prod_{j != i} s_j) u^H,
-    with each product of the other singular values taken without dividing (exclusive
-    cumulative products). Second derivatives there come from TensorFlow's SVD gradient.
-    """
-    n = a.shape[-1]
-    if n == 1:
-        return tf.ones_like(a)
-    if n == 2:
-        a00, a01 = a[..., 0, 0], a[..., 0, 1]
-        a10, a11 = a[..., 1, 0], a[..., 1, 1]
-        return tf.stack([tf.stack([a11, -a10], -1), tf.stack([-a01, a00], -1)], -2)
-    if n == 3:
-        rows = [a[..., i, :] for i in range(3)]
-
-        def cross(u, v):
-            return tf.stack(
-                [
-                    u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
-                    u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
-                    u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0],
-                ],
-                -1,
-            )
-
-        return tf.stack(
-            [cross(rows[1], rows[2]), cross(rows[2], rows[0]), cross(rows[0], rows[1])],
-            -2,
-        )
-    dtype = a.dtype
-    if dtype in (tf.float16, tf.bfloat16):
-        a = tf.cast(a, tf.float32)
-    s, u, v = tf.linalg.svd(a)
-    size = tf.shape(a)[-1]
-    eps = tf.constant(
-        {tf.float64: 2.0**-52, tf.complex128: 2.0**-52}.get(a.dtype, 2.0**-23), s.dtype
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import (
+        _check_input,
+        _cofactor,
+        _erfcx,
+        _hypot,
+        _log_erfc,
+        _unbroadcast,
     )
-    singular = s[..., -1] <= tf.cast(size, s.dtype) * eps * s[..., 0]
-    others = tf.math.cumprod(s, axis=-1, exclusive=True) * tf.math.cumprod(
-        s, axis=-1, exclusive=True, reverse=True
-    )
-    det = _complex_det if a.dtype.is_complex else tf.linalg.det
-    phase = det(u) * tf.math.conj(det(v))
-    adjugate = phase[..., tf.newaxis, tf.newaxis] * tf.linalg.matmul(
-        v * tf.cast(others, a.dtype)[..., tf.newaxis, :], u, adjoint_b=True
-    )
-    eye = tf.eye(size, dtype=a.dtype)
-    safe = tf.where(singular[..., tf.newaxis, tf.newaxis], eye, a)
-    regular = det(safe)[..., tf.newaxis, tf.newaxis] * tf.linalg.inv(safe)
-    out = tf.linalg.matrix_transpose(
-        tf.where(singular[..., tf.newaxis, tf.newaxis], adjugate, regular)
-    )
-    return tf.cast(out, dtype)
-
-
-def _complex_det(a):
-    """tf.linalg.det of complex matrices with the VJP upstream * conj(cofactor(a)).
-
-    TensorFlow's own gradient of det (linalg_grad.py, _MatrixDeterminantGrad) is
-    upstream * det * inverse(a)^H, which lacks the conjugate of det for complex a; ops
-    that reuse a det value in their VJP differentiate through it at second order.
-    """
-
-    @tf.custom_gradient
-    def det(a):
-        def grad(upstream):
-            return upstream[..., tf.newaxis, tf.newaxis] * tf.math.conj(_cofactor(a))
-
-        return tf.linalg.det(a), grad
-
-    return det(a)
-
-
-def _unbroadcast(grad, like):
-    """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
-
-    Axes come from the run-time shapes (`BroadcastGradientArgs`, as in TensorFlow's
-    math_grad.py), for inputs whose declared shape leaves them undecided.
-    """
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
 
 
 def one_minus_erf(u):
@@ -1348,3 +1055,25 @@ def _det_any_vjp(A):
         return grad_A
 
     return out, grad
+
+
+__all__ = [
+    "one_minus_erf",
+    "erf_minus_one",
+    "one_minus_erfc",
+    "erfc_neg_minus_one",
+    "erfc_neg",
+    "log_erfc",
+    "log_one_minus_erf",
+    "hypot2",
+    "hypot3",
+    "data_power",
+    "exp_log_power",
+    "sinc_filled",
+    "sinc_where",
+    "expm1_ratio_filled",
+    "sinc_far_branch",
+    "det3",
+    "det_batch",
+    "det_any",
+]

@@ -6,242 +6,24 @@ import math
 
 import tensorflow as tf
 
-__all__ = [
-    "softplus_naive",
-    "sigmoid_naive",
-    "logistic_ratio",
-    "swish",
-    "log1p_naive",
-    "expm1_naive",
-    "entropy",
-    "cross_entropy",
-    "log_sigmoid",
-    "log_one_minus_sigmoid",
-    "logaddexp",
-    "softmax2",
-    "log_softmax2",
-    "power",
-    "norm",
-    "angle",
-    "sinc",
-    "expm1_ratio",
-    "sqrt_relu",
-    "elu",
-    "log_cosh",
-    "inverse_power",
-    "log1mexp_naive",
-    "log1mexp_expm1",
-    "log1mexp_log1p",
-    "log1mexp_negated",
-    "logdiffexp",
-    "log_expm1",
-    "softplus_log1p",
-    "log1p_expm1",
-    "exp_log1p",
-    "expm1_log1p",
-    "exp_product",
-    "log1m_sigmoid",
-    "log_recip_sigmoid",
-    "odds",
-    "log_odds",
-    "sigmoid_logit",
-]
-
-
-def _check_input(op, name, value, dtype, declared):
-    """Convert `value` to a tensor of `dtype` and check its shape.
-
-    `declared` lists the declared dims: an int must match, a name or None matches any
-    size; a leading `...` matches any number of batch dims (the rank must be known while
-    tracing). The static shape is checked now; dims unknown while tracing (None in an
-    input signature) are checked when the graph runs (`tf.ensure_shape`). A value that is not
-    a tensor (a Python number or list, a NumPy array) must be representable in `dtype`
-    (see `_check_representable`).
-
-    Raises:
-        TypeError: `value` is a tensor or variable of another dtype.
-        ValueError: `value` is not a tensor and holds a number that conversion to
-            `dtype` would change; or its static rank or a known dim differs from
-            `declared`.
-        tf.errors.InvalidArgumentError: (when the graph runs) a dim unknown while
-            tracing differs from `declared`.
-    """
-    if tf.is_tensor(value) or isinstance(value, tf.Variable):  # Keras variables too
-        if _dtype_of(value) != dtype:
-            raise TypeError(
-                f"{op}: input {name!r} must have dtype {dtype.name}, got "
-                f"{_dtype_of(value).name}"
-            )
-    else:
-        _check_representable(op, name, value, dtype)
-    value = tf.convert_to_tensor(value, dtype=dtype)
-    shape = value.shape
-    want = "[" + ", ".join("..." if d is ... else str(d) for d in declared) + "]"
-    if declared[:1] == [...]:
-        if shape.rank is None:
-            raise ValueError(
-                f"{op}: input {name!r} (shape {want}) needs a rank known while tracing; "
-                "give the input signature a rank, like tf.TensorSpec([None, None])"
-            )
-        # the batch dims are whatever leads the declared core
-        declared = [None] * (shape.rank - len(declared) + 1) + declared[1:]
-        if shape.rank < len(declared):
-            raise ValueError(
-                f"{op}: input {name!r} must have shape {want}, got {shape}"
-            )
-    if shape.rank is not None and (
-        shape.rank != len(declared)
-        or any(
-            isinstance(dim, int) and got is not None and got != dim
-            for got, dim in zip(shape.as_list(), declared)
-        )
-    ):
-        raise ValueError(f"{op}: input {name!r} must have shape {want}, got {shape}")
-    if shape.rank is None or any(
-        isinstance(want, int) and got is None
-        for got, want in zip(shape.as_list(), declared)
-    ):
-        value = tf.ensure_shape(
-            value, [d if isinstance(d, int) else None for d in declared]
-        )
-    return value
-
-
-def _check_representable(op, name, value, dtype):
-    """Check that converting the host value `value` to `dtype` keeps its numbers.
-
-    tf.convert_to_tensor wraps integers that `dtype` cannot hold (2**40 becomes 0 in
-    int32), truncates fractions for integer dtypes, drops imaginary parts for real
-    dtypes and turns finite numbers beyond the dtype's range into inf (1e300 in float32,
-    1e5 in float16); those are refused. Floats are still rounded to the nearest number
-    the dtype holds, and inf and NaN pass to float and complex dtypes unchanged. Values
-    NumPy cannot read as one array of numbers (a list holding tensors, a string) are
-    left to tf.convert_to_tensor.
-
-    Raises:
-        ValueError: a number of `value` would change on conversion to `dtype`.
-    """
-    import numpy as np  # TensorFlow's own dependency; only host values need it
-
-    try:
-        host = np.asarray(value)
-    except (TypeError, ValueError, NotImplementedError):
-        return
-    if host.dtype.kind not in "biufc":
-        return  # not numbers: tf.convert_to_tensor refuses them
-    real = host
-    changed = np.zeros(host.shape, bool)
-    if host.dtype.kind == "c" and not dtype.is_complex:
-        real, changed = host.real, host.imag != 0
-    # the overflowing and invalid casts are what is looked for: no warnings
-    with np.errstate(all="ignore"):
-        converted = real.astype(dtype.as_numpy_dtype)
-        if dtype.is_integer:
-            changed |= converted != real
-        else:
-            changed |= np.isfinite(real) & ~np.isfinite(converted)
-    if np.any(changed):
-        index = np.argmax(changed.reshape(-1))
-        raise ValueError(
-            f"{op}: input {name!r} holds {host.reshape(-1)[index]}, which {dtype.name} "
-            f"cannot represent (it would become {converted.reshape(-1)[index]})"
-        )
-
-
-def _dtype_of(value):
-    """The TensorFlow dtype of a tensor, a variable (Keras variables name theirs as a
-    string; an autocast one, inside its autocast scope, the scope's) or a NumPy array or
-    scalar; None for Python numbers and lists."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return tf.as_dtype(dtype)
-    except TypeError:
-        return None
-
-
-def _logsumexp(*terms):
-    """log(exp(t1) + exp(t2) + ...), elementwise with broadcasting, without overflow.
-
-    Computed as m + log1p(s), m the largest term and s the sum of exp(t - m) over the
-    other terms plus one for each tie beyond the first, so it is accurate when one term
-    dominates (log(sum(exp(t - m))) rounds to 0 for s below eps: logaddexp(0, -20) is
-    2.06e-9, not 0, in float32), as SciPy's logsumexp (Blanchard, Higham & Higham,
-    "Accurately computing the log-sum-exp and softmax functions", 2021). A term equal
-    to m adds expm1(t - m), 0 with the derivatives of exp(t - m), so with m held
-    constant for autodiff (its derivative cancels exactly) TensorFlow's gradient of this
-    function is the softmax of the terms, also where terms tie.
-    """
-    top = terms[0]
-    for t in terms[1:]:
-        top = tf.math.maximum(top, t)
-    m = tf.stop_gradient(tf.where(tf.math.is_finite(top), top, tf.zeros_like(top)))
-    rest = -1.0
-    for t in terms:  # the ties first: whole numbers, exact
-        rest = rest + tf.cast(tf.math.equal(t, top), top.dtype)
-    for t in terms:
-        rest = rest + tf.where(
-            tf.math.equal(t, top), tf.math.expm1(t - m), tf.math.exp(t - m)
-        )
-    return m + tf.math.log1p(rest)
-
-
-def _log1mexp(x):
-    """log(1 - exp(x)) for x <= 0 (-inf at 0, NaN above), after Maechler (2012),
-    "Accurately computing log(1 - exp(-|a|))": log(-expm1(x)) for x > -log(2), where
-    1 - exp(x) cancels, and log1p(-exp(x)) below, where -expm1(x) is near 1 (each
-    branch evaluated at a safe input where it is not selected)."""
-    near = x > -0.6931471805599453  # -log(2)
-    close = tf.math.log(-tf.math.expm1(tf.where(near, x, -1.0)))
-    far = tf.math.log1p(-tf.math.exp(tf.where(near, -tf.ones_like(x), x)))
-    return tf.where(near, close, far)
-
-
-def _logcosh(x):
-    """log(cosh(x)) without overflow or cancellation, with two transcendentals.
-
-    With e = expm1(|x|), cosh(x) - 1 = e**2 / (2 (1 + e)), so log(cosh(x)) =
-    log1p(e * (e / (2 (1 + e)))): every step is relative-accurate, also where the value
-    is about x**2 / 2 (log(cosh(x)) itself rounds cosh(x) to 1 there), and e / (1 + e)
-    <= 1, so nothing overflows before e does. From |x| = 10 (20 in float64) on,
-    log(cosh(x)) = |x| - log(2) + log1p(exp(-2|x|)) is |x| - log(2) to the dtype's
-    precision (exp(-20) / 9.3 < 2**-24; exp(-40) / 19.3 < 2**-53), and e would
-    overflow in float16 from 11.1: the small branch is clamped there.
-    """
-    a = tf.math.abs(x)
-    linear_from = 20.0 if x.dtype == tf.float64 else 10.0
-    e = tf.math.expm1(tf.math.minimum(a, linear_from))
-    small = tf.math.log1p(e * (0.5 * e / (1.0 + e)))
-    return tf.where(a < linear_from, small, a - 0.6931471805599453)  # log(2)
-
-
-def _hypot(*terms):
-    """sqrt(t1**2 + t2**2 + ...), elementwise with broadcasting, without overflow or
-    underflow of the squares: m * sqrt(sum((t / m)**2)) with m = max |t|, held constant
-    for autodiff (its derivative cancels exactly), so TensorFlow's gradient of this
-    function is t / hypot. 0 where every term is 0, inf where one is inf."""
-    m = tf.math.abs(terms[0])
-    for t in terms[1:]:
-        m = tf.math.maximum(m, tf.math.abs(t))
-    m = tf.stop_gradient(m)
-    special = tf.math.logical_or(tf.math.equal(m, 0.0), tf.math.is_inf(m))
-    scale = tf.where(special, tf.ones_like(m), m)
-    total = tf.math.square(terms[0] / scale)
-    for t in terms[1:]:
-        total = total + tf.math.square(t / scale)
-    root = scale * tf.math.sqrt(tf.where(special, tf.ones_like(total), total))
-    return tf.where(special, m, root)
-
-
-def _unbroadcast(grad, like):
-    """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.
-
-    Axes come from the run-time shapes (`BroadcastGradientArgs`, as in TensorFlow's
-    math_grad.py), for inputs whose declared shape leaves them undecided.
-    """
-    axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(grad))
-    return tf.reshape(tf.reduce_sum(grad, axis=axes), tf.shape(like))
+if __package__:  # part of a package (import generated.ops): the runtime beside it
+    from ._gradgen_runtime import (
+        _check_input,
+        _hypot,
+        _log1mexp,
+        _logcosh,
+        _logsumexp,
+        _unbroadcast,
+    )
+else:  # imported as a top-level module, its folder on sys.path
+    from _gradgen_runtime import (
+        _check_input,
+        _hypot,
+        _log1mexp,
+        _logcosh,
+        _logsumexp,
+        _unbroadcast,
+    )
 
 
 def softplus_naive(x):
@@ -2319,3 +2101,45 @@ def _sigmoid_logit_vjp(p):
         return grad_p
 
     return out, grad
+
+
+__all__ = [
+    "softplus_naive",
+    "sigmoid_naive",
+    "logistic_ratio",
+    "swish",
+    "log1p_naive",
+    "expm1_naive",
+    "entropy",
+    "cross_entropy",
+    "log_sigmoid",
+    "log_one_minus_sigmoid",
+    "logaddexp",
+    "softmax2",
+    "log_softmax2",
+    "power",
+    "norm",
+    "angle",
+    "sinc",
+    "expm1_ratio",
+    "sqrt_relu",
+    "elu",
+    "log_cosh",
+    "inverse_power",
+    "log1mexp_naive",
+    "log1mexp_expm1",
+    "log1mexp_log1p",
+    "log1mexp_negated",
+    "logdiffexp",
+    "log_expm1",
+    "softplus_log1p",
+    "log1p_expm1",
+    "exp_log1p",
+    "expm1_log1p",
+    "exp_product",
+    "log1m_sigmoid",
+    "log_recip_sigmoid",
+    "odds",
+    "log_odds",
+    "sigmoid_logit",
+]

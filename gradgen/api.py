@@ -15,7 +15,6 @@ which does.
 
 from __future__ import annotations
 
-import linecache
 import numbers
 import types
 from collections.abc import Mapping, Sequence
@@ -198,11 +197,16 @@ def generate_source(
         VerificationError: a derived gradient failed the numerical check.
         UsageError: generating took longer than the build's budget.
     """
+    return _generate(ops, module, dtype, doc, verify, audit).text
+
+
+def _generate(ops, module, dtype, doc, verify, audit):
+    """The :class:`gradgen.emit.Generated` module of these ops (see :func:`generate_source`)."""
     from .emit import _generate_one, build_budget
 
     document = build_spec(ops, module=module, dtype=dtype, doc=doc)
     with build_budget():
-        return _generate_one(document, None, verify, None, False, audit).text
+        return _generate_one(document, None, verify, None, False, audit)
 
 
 def load(
@@ -210,25 +214,21 @@ def load(
     doc: Optional[str] = None, verify: bool = True, audit: bool = True,
 ) -> types.ModuleType:
     """Generate the module and import it (TensorFlow is imported), without writing a
-    file: ``inspect.getsource`` and tracebacks show its source.
+    file: ``inspect.getsource`` and tracebacks show its source. Its runtime helpers
+    (what ``gradgen build`` writes to ``_gradgen_runtime.py``) are loaded with it.
 
     Arguments and errors as for :func:`generate_source`.
     """
-    source = generate_source(ops, module=module, dtype=dtype, doc=doc, verify=verify,
-                             audit=audit)
-    return _import_source(module, source)
+    return _import(_generate(ops, module, dtype, doc, verify, audit))
 
 
-def _import_source(module: str, source: str) -> types.ModuleType:
-    filename = f"<gradgen module {module}>"
-    # the module gradgen just generated, run as an import would: no spec text is
-    # evaluated (expressions were parsed against the allow-list and printed as TF calls)
-    code = compile(source, filename, "exec")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    loaded = types.ModuleType(module)
-    loaded.__file__ = filename
-    exec(code, loaded.__dict__)
-    return loaded
+def _import(generated) -> types.ModuleType:
+    """Import a generated module from its text, with a runtime of the helpers it uses."""
+    from .emit import runtime_text
+    from .loading import load_texts
+
+    names = {h for v in generated.views for h in v.helpers}
+    return load_texts(generated.meta.name, generated.text, runtime_text(names))
 
 
 @dataclass(frozen=True)
@@ -277,10 +277,9 @@ def op(
         VerificationError: a derived gradient failed the numerical check.
     """
     definition = OpDef(name, inputs, output, outputs, where, doc, dtype, memory, fuse)
-    module = f"{name}_op"
-    source = generate_source([definition], module=module, verify=verify, audit=audit)
-    loaded = _import_source(module, source)
-    return GeneratedOp(name, getattr(loaded, name), source, loaded)
+    generated = _generate([definition], f"{name}_op", None, None, verify, audit)
+    loaded = _import(generated)
+    return GeneratedOp(name, getattr(loaded, name), generated.text, loaded)
 
 
 __all__ = [

@@ -323,13 +323,15 @@ def check(specs, out_dir, no_verify, strict_accuracy, verbosity, error_format, t
 def _plan(specs, out, verify, tests_dir, reporter: Reporter, prune: bool = False):
     """(generated modules, :func:`gradgen.outputs.plan_build`'s outputs) of ``specs``:
     what build writes and check compares, within the build's time budget."""
-    from .emit import build_budget, generate_all, generate_tests
+    from .emit import build_budget, generate_all, generate_tests, module_files, runtime_files
     from .outputs import plan_build
 
     with build_budget():
         generated = generate_all(specs, out, verify, reporter.progress,
                                  reporter.strict_accuracy)
-        files = {f"{g.doc.model.module}.py": g.text for g in generated}
+        # the runtime serves the modules the build leaves in the folder too (with
+        # --prune, not the orphans it deletes)
+        files = {**module_files(generated), **runtime_files(generated, out, specs, prune)}
         test_files = generate_tests(generated, tests_dir, out) if tests_dir else None
         return generated, plan_build(out, files, specs, tests_dir, test_files, prune)
 
@@ -373,7 +375,10 @@ class _Where:
 
 def _describe(status) -> str:
     if status.state == "changed":
-        return "changed ops: " + ", ".join(status.ops) if status.ops else "changed"
+        from .runtime import FILE
+
+        what = "helpers" if Path(status.path).name == FILE else "ops"
+        return f"changed {what}: " + ", ".join(status.ops) if status.ops else "changed"
     if status.state in ("orphaned", "temporary"):
         return f"{status.state}, {status.ops[0]}"
     return status.state

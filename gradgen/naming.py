@@ -39,7 +39,7 @@ EXPRESSION_NAMES = frozenset(
 # Names that generated modules bind at module level or rely on.
 MODULE_NAMES = frozenset({"tf", "math", "functools"})
 
-# Builtins that generated modules call (in templates/helpers.py.j2 and op bodies); an op
+# Builtins that generated modules call (in templates/runtime/ and op bodies); an op
 # of the same name, bound at module level, would shadow them. tests/test_naming.py
 # checks this list against every builtin the rendered examples load.
 MODULE_BUILTINS = frozenset(

@@ -12,7 +12,8 @@ template and for the emitted-test template, printed through
 from __future__ import annotations
 
 from . import ir
-from .printer import PrintError, TFPrinter, print_value, with_dependencies
+from .printer import PrintError, TFPrinter, print_value
+from .runtime import with_dependencies
 from .spec import COMPLEX_DTYPES, default_dtype
 from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
 from .safe import literal
@@ -215,7 +216,7 @@ def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
     return OpViews(
         module=module,
         uses_math=any(v.uses_math for v in variants),
-        helpers=sorted(with_dependencies(helpers)),
+        helpers=sorted(helpers),
         test=default.test,
         test_math=any(v.test_math for v in variants),
         test_helpers=sorted({h for v in variants for h in v.test_helpers}),
@@ -303,11 +304,6 @@ def op_views(op: ir.OpIR) -> OpViews:
     indent = 12 if recompute else 8  # recompute: the body is in a `with` block
     recomputed = _statements(printer, op.recomputed, op, "the gradient", indent)
     backward = _statements(printer, op.backward, op, "the gradient", indent)
-    helpers = set(printer.helpers)
-    if any(isinstance(s.value, ir.Call) and _calls(s.value, "unbroadcast") for s in op.backward):
-        helpers.add("_unbroadcast")
-    if op.named_dims:
-        helpers.add("_check_named_dims")
     checks = _checks(op)
     params = ", ".join(i.name for i in op.inputs)
     grads = [i.grad if i.grad else "None" for i in op.inputs]
@@ -332,6 +328,10 @@ def op_views(op: ir.OpIR) -> OpViews:
     }
     if view["fused"]:
         view.update(_kernels(op, printer), **kernel_names(op.impl))
+    helpers = set(printer.helpers) | {"_check_input"}  # every op checks its inputs
+    if op.named_dims:
+        helpers.add("_check_named_dims")
+    if view["fused"]:
         helpers.add("_fused_kernels")
     # the forward as written, in float64 (complex128): the emitted tests compare the op,
     # in its own dtype, with its autodiff and its central differences there, which
@@ -355,16 +355,16 @@ def op_views(op: ir.OpIR) -> OpViews:
          [list(s) for s in shapes], domains, op.solves]
         for shapes in op.example_shapes
     ]
+    # the emitted tests take the reference's helpers from the runtime module, which holds
+    # what the folder's modules import and the helpers those call: a helper only the
+    # reference calls is imported by the module too, so that the runtime holds it
+    helpers |= set(test_printer.helpers) - with_dependencies(helpers)
     return OpViews(
         module=view,
         uses_math=printer.uses_math,
-        helpers=sorted(with_dependencies(helpers)),
+        helpers=sorted(helpers),
         test=test,
         test_math=test_printer.uses_math,
-        test_helpers=sorted(with_dependencies(test_printer.helpers)),
+        test_helpers=sorted(test_printer.helpers),
         cases=cases,
     )
-
-
-def _calls(value: ir.Call, fn: str) -> bool:
-    return value.fn == fn or any(isinstance(a, ir.Call) and _calls(a, fn) for a in value.args)

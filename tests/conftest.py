@@ -6,7 +6,6 @@ printer, CLI) run without it.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -61,12 +60,33 @@ def tf():
 
 
 def import_source(name: str, path: Path):
-    """Import a generated module from a file, under a unique module name."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """Import a generated module (or emitted tests) from a file: a submodule of a
+    package made for its folder, so that it imports that folder's runtime
+    (:func:`gradgen.loading.load_file`); ``name`` is the copy: each name imports the
+    folder's modules, runtime included, anew."""
+    from gradgen.loading import load_file
+
+    return load_file(path, copy=name)
+
+
+def invoke_in(cwd, *args):
+    """``gradgen *args`` run in ``cwd`` in this process (click's test runner)."""
+    from click.testing import CliRunner
+
+    from gradgen.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def write_files(files: dict, folder: Path) -> None:
+    """Write a build's ``{name: text}`` (modules and the runtime) into ``folder``."""
+    for rel, text in files.items():
+        (folder / rel).write_text(text)
 
 
 @pytest.fixture(scope="session")
@@ -88,8 +108,8 @@ def build(tmp_path_factory, tf):
             spec = folder / "spec.yaml"
             spec.write_text(spec_text)
             files = generate([str(spec)], str(folder), audit=audit)
-            ((rel, text),) = files.items()
-            (folder / rel).write_text(text)
+            write_files(files, folder)
+            (rel,) = (name for name in files if name != "_gradgen_runtime.py")
             cache[key] = import_source(f"gradgen_test_{len(cache)}", folder / rel)
         return cache[key]
 

@@ -7,7 +7,6 @@ MultiWorkerMirroredStrategy in tests/multiworker_step.py (two worker processes);
 generated ops are ordinary TensorFlow functions with custom gradients.
 """
 
-import importlib.util
 import os
 import pathlib
 import sys
@@ -20,10 +19,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "generated" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """generated/<name>.py, imported as gradgen's tests import generated modules."""
+    from gradgen.loading import load_file
+
+    return load_file(ROOT / "generated" / f"{name}.py")
 
 
 def main():
@@ -34,7 +33,10 @@ def main():
     # `fused`: the same model with ops whose forward and gradient are XLA kernels
     if sys.argv[1:] == ["fused"]:
         fused = load("fused")
-        fused._FUSE_FROM = 0  # the XLA kernels, also for this model's small tensors
+        from gradgen.loading import runtime_of
+
+        # the XLA kernels, also for this model's small tensors
+        runtime_of(fused)._FUSE_FROM = 0
         layer = lambda x, w, b: (fused.dense(x, w, b), None)  # noqa: E731
         softplus = fused.softplus
     else:

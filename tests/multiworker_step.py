@@ -11,7 +11,6 @@ the loss; then, outside the strategy, the same step on a single device on all 8 
 to compare with.
 """
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -28,10 +27,10 @@ LEARNING_RATE = 0.1
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "generated" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """generated/<name>.py, imported as gradgen's tests import generated modules."""
+    from gradgen.loading import load_file
+
+    return load_file(ROOT / "generated" / f"{name}.py")
 
 
 def main(out_path):

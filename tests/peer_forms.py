@@ -39,7 +39,6 @@ per source, and the forms that are not clean with the reason).
 from __future__ import annotations
 
 import ast
-import importlib.util
 import math
 import signal
 import sys
@@ -749,14 +748,14 @@ def spec_text(forms, dtype: str, names=None) -> str:
                            "ops": ops}, sort_keys=False)
 
 
-def _generate(folder: Path, forms, dtype: str, names: set, progress=None) -> str:
+def _generate(folder: Path, forms, dtype: str, names: set, progress=None) -> dict:
+    """The build's files (the module and its runtime)."""
     from gradgen.emit import generate
 
     spec = folder / f"peer_forms_{dtype}.yaml"
     spec.write_text(spec_text(forms, dtype, names))
     # no build-time audit: this suite is the measurement
-    ((_, text),) = generate([str(spec)], str(folder), progress=progress, audit=False).items()
-    return text
+    return generate([str(spec)], str(folder), progress=progress, audit=False)
 
 
 def build(folder: Path, forms, dtype: str):
@@ -813,12 +812,11 @@ def build(folder: Path, forms, dtype: str):
             names -= set(crashed)
     module = None
     if text is not None:
-        path = folder / f"peer_forms_{dtype}.py"
-        path.write_text(text)
-        spec = importlib.util.spec_from_file_location(f"peer_forms_{dtype}_{id(folder)}", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        from gradgen.loading import load_file
+
+        for name, content in text.items():
+            (folder / name).write_text(content)
+        module = load_file(folder / f"peer_forms_{dtype}.py", copy=f"{dtype}_{id(folder)}")
     return module, refused
 
 

@@ -659,15 +659,12 @@ if __name__ == "__main__":
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.path.insert(0, str(ROOT))
-    import importlib.util
-
     import tensorflow as tf
 
-    modules = {}
-    for name in ("stability", "special", "reductions"):
-        spec = importlib.util.spec_from_file_location(name, ROOT / "generated" / f"{name}.py")
-        modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(modules[name])
+    from gradgen.loading import load_file
+
+    modules = {name: load_file(ROOT / "generated" / f"{name}.py")
+               for name in ("stability", "special", "reductions")}
     print(table(tf, modules["stability"]))
     print("\nError functions, norms, data powers and filled-in singularities")
     print("(`examples/special.yaml`, float32, the first three points of each op):\n")

@@ -65,7 +65,7 @@ def test_generated_source_is_what_build_writes_for_the_same_yaml(tmp_path):
     source = gradgen.generate_source(_ops(), module="mine", audit=False)
     spec = tmp_path / "spec.yaml"
     spec.write_text(gradgen.spec_text(_ops(), module="mine"))
-    (built,) = generate([str(spec)], str(tmp_path), audit=False).values()
+    built = generate([str(spec)], str(tmp_path), audit=False)["mine.py"]
     header = lambda text: text.split("\n", 1)  # noqa: E731  the spec's path differs
     assert header(source)[1] == header(built)[1]
     assert header(source)[0].endswith("from <python spec>. DO NOT EDIT.")

@@ -476,11 +476,10 @@ def test_findings_reproduce_in_tensorflow(tmp_path, no_cache):
     """Every NaN or inf the audit reports (examples, in float32 and float16) is one that
     the generated op gives in TensorFlow: the mirror raises no false alarm."""
     tf = pytest.importorskip("tensorflow")
-    import importlib.util
-
     import yaml
 
-    from gradgen.emit import generate_all
+    from gradgen.emit import generate_all, runtime_files
+    from gradgen.loading import load_file
 
     specs = [str(p) for p in EXAMPLES]
     variant = yaml.safe_load((ROOT / "examples" / "stability.yaml").read_text())
@@ -488,12 +487,13 @@ def test_findings_reproduce_in_tensorflow(tmp_path, no_cache):
     (tmp_path / "f16.yaml").write_text(yaml.safe_dump(variant))
     specs.append(str(tmp_path / "f16.yaml"))
     checked = 0
-    for g in generate_all(specs, str(tmp_path)):
+    generated = generate_all(specs, str(tmp_path))
+    for name, text in runtime_files(generated, str(tmp_path), specs).items():
+        (tmp_path / name).write_text(text)
+    for g in generated:
         path = tmp_path / f"{g.meta.name}.py"
         path.write_text(g.text)
-        spec = importlib.util.spec_from_file_location(g.meta.name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_file(path)
         for name, audit in g.audits.items():
             view = next(v for v in g.views if v.module["name"] == name)
             shapes = view.cases[0][3]
@@ -811,13 +811,13 @@ def test_an_audit_out_of_time_is_not_cached(tmp_path, monkeypatch):
 
     monkeypatch.setattr(audit_module, "audit_op", slow)
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "2")
-    (first,) = generate([str(spec)], str(tmp_path)).values()
+    first = generate([str(spec)], str(tmp_path))["timed.py"]
     assert "not run" in first or "time budget" in first
     monkeypatch.setattr(audit_module, "audit_op", original)
     monkeypatch.delenv("GRADGEN_OP_TIMEOUT")
-    (second,) = generate([str(spec)], str(tmp_path)).values()
+    second = generate([str(spec)], str(tmp_path))["timed.py"]
     monkeypatch.setenv("GRADGEN_CACHE", "0")
-    (uncached,) = generate([str(spec)], str(tmp_path)).values()
+    uncached = generate([str(spec)], str(tmp_path))["timed.py"]
     assert second == uncached and "Accuracy audit" in second
 
 
@@ -1156,15 +1156,18 @@ def test_mirror_has_every_elementwise_function_the_printer_prints_and_no_other()
 
     from gradgen import printer
     from gradgen.functions import declarations
+    from gradgen.printer import expressions
+    from gradgen.render import templates_dir
     from gradgen.stability.audit.mirror import _TF
 
     def names(texts):
         return {m for t in texts for m in re.findall(r"tf\.math\.(\w+)", t)}
 
     printed = names([f.tf for f in declarations.FUNCTIONS if f.tf]
-                    + list(printer._EQUALITY.values()) + list(printer._LOGICAL.values()))
-    source = Path(printer.__file__).read_text()
-    helpers = (Path(printer.__file__).parents[1] / "templates" / "helpers.py.j2").read_text()
+                    + list(expressions._EQUALITY.values())
+                    + list(expressions._LOGICAL.values()))
+    source = "".join(p.read_text() for p in Path(printer.__file__).parent.glob("*.py"))
+    helpers = "".join(p.read_text() for p in (templates_dir() / "runtime").glob("*.j2"))
     mirrored = set(vars(_TF(formats.get("float32"), 1).math))
     # printed in code paths of the printer (powers, logical_not), not from the tables
     assert {"pow", "sqrt", "rsqrt", "square", "logical_not"} <= names([source]) & mirrored

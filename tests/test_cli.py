@@ -43,13 +43,13 @@ def test_checked_in_output_is_current():
 def test_build_then_check_then_stale(project):
     result = invoke("build", "examples/seeds.yaml", "-o", "out", cwd=project)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "1 written, 0 unchanged"
+    assert result.stdout.strip() == "2 written, 0 unchanged"  # the module, the runtime
     out = project / "out" / "seeds.py"
     first = out.read_bytes()
     assert first == (GENERATED / "seeds.py").read_bytes()  # same relative layout
 
     result = invoke("build", "examples/seeds.yaml", "-o", "out", cwd=project)
-    assert result.stdout.strip() == "0 written, 1 unchanged"
+    assert result.stdout.strip() == "0 written, 2 unchanged"
     assert out.read_bytes() == first
 
     assert invoke("check", "examples/seeds.yaml", "-o", "out", cwd=project).exit_code == 0
@@ -95,7 +95,8 @@ def test_spec_error_writes_nothing(project):
     assert result.stderr.startswith("examples/seeds.yaml:13:")
     assert "Traceback" not in result.stderr
     assert (project / "out" / "seeds.py").read_bytes() == before
-    assert sorted(p.name for p in (project / "out").iterdir()) == ["seeds.py"]
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["_gradgen_runtime.py",
+                                                                   "seeds.py"]
 
 
 def test_usage_errors_exit_2(project):
@@ -244,7 +245,7 @@ def test_check_compares_bytes_not_decoded_text(tmp_path):
     assert "out/u.py: changed" in result.stderr
     assert "-\"\"\"A replacement character: \\xff\"\"\"\n" in result.stdout  # the byte
     result = invoke("build", "u.yaml", "-o", "out", cwd=tmp_path)
-    assert result.stdout.strip() == "1 written, 0 unchanged"
+    assert result.stdout.strip() == "1 written, 1 unchanged"
     assert module.read_bytes() == good
 
 
@@ -259,11 +260,11 @@ def test_tests_emitted_into_the_output_folder_are_its_own(tmp_path):
     both = ["a.yaml", "b.yaml", "-o", "gen", "--emit-tests", "gen"]
     assert invoke("build", *both, cwd=tmp_path).exit_code == 0
     result = invoke("check", *both, cwd=tmp_path)
-    assert result.exit_code == 0 and result.stdout == "4 up to date\n", result.stderr
+    assert result.exit_code == 0 and result.stdout == "5 up to date\n", result.stderr
     result = invoke("build", *both, "--prune", cwd=tmp_path)
-    assert result.stdout == "0 written, 2 unchanged; tests: 0 written\n"
+    assert result.stdout == "0 written, 3 unchanged; tests: 0 written\n"
     assert sorted(os.listdir(tmp_path / "gen")) == [
-        "a.py", "b.py", "test_a_gradients.py", "test_b_gradients.py"]
+        "_gradgen_runtime.py", "a.py", "b.py", "test_a_gradients.py", "test_b_gradients.py"]
 
     (tmp_path / "b.yaml").unlink()
     one = ["a.yaml", "-o", "gen", "--emit-tests", "gen"]
@@ -274,6 +275,7 @@ def test_tests_emitted_into_the_output_folder_are_its_own(tmp_path):
            "its spec was removed); run: gradgen build a.yaml -o gen --emit-tests gen " \
            "--prune" in result.stderr
     result = invoke("build", *one, "--prune", cwd=tmp_path)
-    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
-    assert sorted(os.listdir(tmp_path / "gen")) == ["a.py", "test_a_gradients.py"]
+    assert result.stdout == "0 written, 2 unchanged, 2 pruned; tests: 0 written\n"
+    assert sorted(os.listdir(tmp_path / "gen")) == ["_gradgen_runtime.py", "a.py",
+                                                    "test_a_gradients.py"]
     assert invoke("check", *one, cwd=tmp_path).exit_code == 0

@@ -24,7 +24,9 @@ def source(output, inputs, tmp_path, where=None, name="f"):
     op["outputs" if isinstance(output, dict) else "output"] = output
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump({"version": 1, "module": "m", "ops": [op]}, sort_keys=False))
-    return generate([str(spec)], str(tmp_path))["m.py"]
+    files = generate([str(spec)], str(tmp_path))
+    (tmp_path / "_gradgen_runtime.py").write_text(files["_gradgen_runtime.py"])
+    return files["m.py"]
 
 
 def body(text, start):
@@ -41,7 +43,8 @@ def test_static_axes_are_literal(tmp_path):
 def test_undecidable_axes_use_run_time_shapes(tmp_path):
     text = source("a + b", {"a": [None, 3], "b": [None, 3]}, tmp_path)
     assert "grad_a = _unbroadcast(upstream, a)" in text
-    assert "BroadcastGradientArgs" in text
+    assert "from ._gradgen_runtime import _check_input, _unbroadcast" in text
+    assert "BroadcastGradientArgs" in (tmp_path / "_gradgen_runtime.py").read_text()
 
 
 def test_backward_reuses_forward_values(tmp_path):

@@ -26,9 +26,14 @@ def test_ci_runs_the_readme_test_command():
 
 def test_readme_example_is_the_generated_code():
     block = re.search(r"```python\n(.*?)```", README, flags=re.S).group(1)
-    vjp = block[block.index("@tf.custom_gradient"):]
+    vjp = block[block.index("@tf.custom_gradient"):block.index("\n...\n")]
     generated = GENERATED / "seeds.py"
     text = generated.read_text()
+    # the top of the module (header, docstring, imports) as it is, up to the first op
+    top = block[:block.index("def bar(x, y):")]
+    assert text.startswith(top)
+    assert block.split("\n...\n")[-1].startswith("\n__all__ = [\n    \"bar\",\n")
+    assert text.rstrip().endswith("]") and '\n\n__all__ = [\n    "bar",\n' in text
     # The README omits the inner docstring; compare everything else line by line.
     start = text.index("@tf.custom_gradient\ndef _bar_vjp")
     end = text.index("    return out, grad\n", start) + len("    return out, grad\n")

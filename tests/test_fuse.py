@@ -12,6 +12,8 @@ import os
 import numpy as np
 import pytest
 
+from gradgen.loading import runtime_of
+
 from conftest import GENERATED, ROOT, import_source, run_python
 
 
@@ -21,7 +23,7 @@ def fused(tf):
     tensors are small: by default those run without XLA, see test_small_static_shapes_
     run_the_kernels_code_without_xla)."""
     module = import_source("fuse_fused", GENERATED / "fused.py")
-    module._FUSE_FROM = 0
+    runtime_of(module)._FUSE_FROM = 0  # this copy's runtime: by_size has its own
     return module
 
 
@@ -59,8 +61,9 @@ def test_small_static_shapes_run_the_kernels_code_without_xla(tf, by_size, fused
     Both paths run the same statements; XLA's CPU tanh rounds differently from
     TensorFlow's (1 - tanh(u) is 0 from u = 8.0 in one, 7.9 in the other: gelu_tanh's
     gradient near x = -4.9 is 0 or -3.7e-6), so they agree to 1e-5."""
-    small = tf.linspace(-30.0, 30.0, by_size._FUSE_FROM - 1)
-    large = tf.linspace(-30.0, 30.0, by_size._FUSE_FROM)
+    threshold = runtime_of(by_size)._FUSE_FROM
+    small = tf.linspace(-30.0, 30.0, threshold - 1)
+    large = tf.linspace(-30.0, 30.0, threshold)
     counts = lambda: (by_size._gelu_tanh_forward.experimental_get_tracing_count(),
                       by_size._gelu_tanh_backward.experimental_get_tracing_count())
     before = counts()
@@ -190,5 +193,5 @@ def test_fuse_none_on_an_op_overrides_the_module(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("version: 1\nmodule: m\nfuse: xla\nops:\n  - name: f\n    fuse: none\n"
                     "    inputs: {A: [3, 3]}\n    output: det(A)\n")
-    (text,) = generate([str(spec)], str(tmp_path), audit=False).values()
+    text = generate([str(spec)], str(tmp_path), audit=False)["m.py"]
     assert "jit_compile" not in text

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from gradgen.emit import generate
 from gradgen.errors import SpecError, UsageError
+from gradgen.loading import load_texts
 
 EXAMPLES = int(os.environ.get("GRADGEN_FUZZ_EXAMPLES", "800"))
 RANDOM = os.environ.get("GRADGEN_FUZZ_RANDOM") == "1"
@@ -171,8 +172,8 @@ def test_any_spec_builds_or_fails_cleanly(tf, sandbox, monkeypatch, text):
         event("refused")
     else:
         event("built")
-        for name, source in files.items():
-            namespace = {"__name__": f"fuzz_{name[:-3]}"}
-            exec(compile(source, name, "exec"), namespace)  # the generated module imports
+        runtime = files.pop("_gradgen_runtime.py")
+        for name, source in files.items():  # the generated module imports
+            load_texts(f"fuzz_{name[:-3]}", source, runtime)
     assert os.getcwd() == cwd
     assert sorted(p.name for p in sandbox.iterdir()) == before  # nothing written

@@ -1,7 +1,7 @@
 """What gradgen's outputs do, tested by behaviour rather than by their bytes:
 
 * the input checks at the top of every generated op (`_check_input`,
-  `_check_named_dims` in templates/helpers.py.j2) refuse inputs of the wrong size, rank,
+  `_check_named_dims` in templates/runtime/) refuse inputs of the wrong size, rank,
   dtype or disagreeing named dims, eagerly and in `tf.function`, and accept the rest;
 * the emitted gradient tests (templates/test_module.py.j2) fail against a generated
   module whose gradient or forward was corrupted, and pass against the real one;
@@ -265,10 +265,11 @@ SPECS = {"seeds": "seeds.yaml", "complex_ops": "complex.yaml"}
 
 
 @functools.lru_cache(maxsize=None)
-def _fresh(module: str) -> tuple[str, str]:
-    """(module source, emitted tests source) rendered now from the current templates (not
-    the checked-in copies, so a change to the test template is tested by behaviour)."""
-    from gradgen.emit import generate_all, generate_tests
+def _fresh(module: str) -> tuple[str, str, str]:
+    """(module source, emitted tests source, runtime source) rendered now from the current
+    templates (not the checked-in copies, so a change to the test template is tested by
+    behaviour)."""
+    from gradgen.emit import generate_all, generate_tests, runtime_text
 
     cwd = os.getcwd()
     try:
@@ -278,16 +279,19 @@ def _fresh(module: str) -> tuple[str, str]:
     finally:
         os.chdir(cwd)
     ((_, test_text),) = tests.items()
-    return generated[0].text, test_text
+    runtime = runtime_text({h for v in generated[0].views for h in v.helpers})
+    return generated[0].text, test_text, runtime
 
 
 def _emitted(tmp_path, module: str, source: str, tag: str):
     """`module`'s emitted tests as the current templates render them, importing `source`
-    as the module (laid out as in the repository, so the emitted relative path finds it)."""
+    as the module (laid out as in the repository, so the emitted relative path finds it,
+    with its runtime beside it)."""
     folder = tmp_path / tag
     (folder / "generated").mkdir(parents=True)
     (folder / "tests" / "generated").mkdir(parents=True)
     (folder / "generated" / f"{module}.py").write_text(source)
+    (folder / "generated" / "_gradgen_runtime.py").write_text(_fresh(module)[2])
     test_name = f"test_{module}_gradients.py"
     (folder / "tests" / "generated" / test_name).write_text(_fresh(module)[1])
     tests = import_source(f"emitted_{module}_{tag}", folder / "tests" / "generated" / test_name)

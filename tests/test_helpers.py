@@ -1,4 +1,4 @@
-"""Direct tests of every helper in templates/helpers.py.j2.
+"""Direct tests of every runtime helper (gradgen/runtime.py, templates/runtime/).
 
 All helpers are rendered into one standalone module (tests/helpers_module.py) and each
 is checked against an independent reference: mpmath at 50 digits (a private context,
@@ -20,12 +20,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 mpmath = pytest.importorskip("mpmath")
 
-from helpers_module import (
-    HELPERS,
-    import_helpers_module,
-    render_helpers_module,
-    template_helper_names,
-)
+from helpers_module import HELPERS, import_helpers_module, render_helpers_module
 
 mp = mpmath.MPContext()
 mp.dps = 50
@@ -39,9 +34,7 @@ NAN = float("nan")
 @pytest.fixture(scope="module")
 def H(tmp_path_factory):
     """The rendered helpers, imported once."""
-    path = render_helpers_module(
-        tmp_path_factory.mktemp("helpers") / "gradgen_helpers.py"
-    )
+    path = render_helpers_module(tmp_path_factory.mktemp("helpers"))
     return import_helpers_module(path, "gradgen_helpers_under_test")
 
 
@@ -206,10 +199,18 @@ def rtol_for(dtype, rtol32):
 
 
 def test_every_template_helper_is_rendered(H):
-    """HELPERS lists every conditional block of the template, and all of them (with the
-    unconditional _check_input) are functions of the rendered module."""
-    assert template_helper_names() == set(HELPERS)
-    for name in (*HELPERS, "_check_input"):
+    """Every file of templates/runtime/ is one declared helper's template and defines
+    it, and every helper is a function of the rendered module."""
+    from gradgen.render import templates_dir
+    from gradgen.runtime import HELPERS as DECLARED
+
+    files = {p.name for p in (templates_dir() / "runtime").glob("*")}
+    assert sorted(files) == sorted(h.template.removeprefix("runtime/") for h in DECLARED)
+    for helper in DECLARED:
+        text = (templates_dir() / helper.template).read_text()
+        assert re.search(rf"^def {helper.name}\(", text, re.M), helper.name
+        assert "{%" not in text and "{{" not in text, helper.template  # plain code
+    for name in HELPERS:
         assert callable(getattr(H, name)), name
 
 

@@ -8,6 +8,8 @@ import inspect
 import numpy as np
 import pytest
 
+from gradgen.loading import runtime_of
+
 from conftest import ROOT, import_source
 from tfmodes import MODES, run
 
@@ -68,12 +70,12 @@ def _no_xla_kernel(module, name, dtype) -> bool:
 # of known shape a fused op runs its kernels' code without XLA: these cases run again
 # with the XLA kernels used at every size.
 FUSED = [(i, (stem, case)) for i, (stem, case) in enumerate(CASES)
-         if hasattr(_load(ROOT / "tests" / "generated" / f"{stem}.py").ops, "_FUSE_FROM")]
+         if hasattr(_load(ROOT / "tests" / "generated" / f"{stem}.py").ops, "_fused_kernels")]
 
 
 def _force_kernels(stem, monkeypatch):
     ops = _load(ROOT / "tests" / "generated" / f"{stem}.py").ops
-    monkeypatch.setattr(ops, "_FUSE_FROM", 0)
+    monkeypatch.setattr(runtime_of(ops), "_FUSE_FROM", 0)  # the module's runtime
 
 
 @pytest.mark.parametrize("mode", MODES + ("xla",))

@@ -24,7 +24,7 @@ MUTANTS = [
      "_, expected = _vjp(REFERENCES[name], wide,",
      "_, expected = _vjp(getattr(ops, name), inputs,",
      ["tests/test_generated_behaviour.py", "-k", "emitted"]),
-    ("the input check accepts a larger size", "templates/helpers.py.j2",
+    ("the input check accepts a larger size", "templates/runtime/check_input.py.j2",
      "got is not None and got != dim", "got is not None and got > dim",
      ["tests/test_generated_behaviour.py", "-k", "static_shapes"]),
     ("the cache key ignores gradgen's code", "gradgen/cache.py",
@@ -34,7 +34,7 @@ MUTANTS = [
      'return sorted(package.rglob("*.py")) + templates',
      'return sorted(package.rglob("*.py"))',
      ["tests/test_cache.py"]),
-    ("complex det's VJP without the conjugate", "gradgen/printer.py",
+    ("complex det's VJP without the conjugate", "gradgen/printer/calls.py",
      'return f"tf.math.conj(_cofactor({args[0]}))"', 'return f"_cofactor({args[0]})"',
      ["tests/test_complex_examples.py", "-k", "differences"]),
 ]

@@ -288,3 +288,19 @@ def test_a_piecewise_whose_last_condition_is_not_true_is_refused():
     assert (info.value.function, str(info.value)) == (
         "Piecewise", "a Piecewise without a final True branch"
     )
+
+
+def test_every_helper_the_printer_and_the_function_registry_name_is_declared():
+    """The function registry's ``helper`` field and the printer's helper calls name
+    entries of the runtime registry (gradgen/runtime.py); an undeclared name is refused."""
+    from gradgen import runtime
+    from gradgen.functions import declarations
+    from gradgen.printer.calls import _REDUCTION_HELPERS
+
+    named = {f.helper for f in declarations.FUNCTIONS if f.helper}
+    assert named and named <= set(runtime.BY_NAME)
+    assert set(_REDUCTION_HELPERS.values()) <= set(runtime.BY_NAME)
+    with pytest.raises(KeyError):
+        TFPrinter("float32").use_helper("_not_a_helper")
+    for helper in runtime.HELPERS:
+        assert set(helper.calls) <= set(runtime.BY_NAME), helper.name

@@ -27,8 +27,7 @@ def source(tmp_path_factory):
     from gradgen.emit import generate
 
     out = tmp_path_factory.mktemp("readable")
-    (text,) = generate([str(SPEC)], str(out), audit=False).values()
-    return text
+    return generate([str(SPEC)], str(out), audit=False)["readable.py"]
 
 
 def _function(source: str, name: str) -> str:

@@ -541,9 +541,9 @@ def test_printing_any_function_as_another_is_caught(tf, tmp_path, monkeypatch):
             if mutated == original:
                 unused.append(function.__name__)
                 continue  # this key is not what the parser produces (sympy.Max: fn.Max is)
-            ((rel, text),) = mutated.items()
-            (tmp_path / rel).write_text(text)
-            module = import_source(spec["module"], tmp_path / rel)
+            for rel, text in mutated.items():  # the module and its runtime
+                (tmp_path / rel).write_text(text)
+            module = import_source(spec["module"], tmp_path / f"{spec['module']}.py")
             assert _mismatches(tf, module, "float64"), (
                 f"{function.__name__} printed as {other} was not noticed")
             checked.append(function.__name__)

@@ -10,7 +10,6 @@ rule that changes derivatives, where the derivative as written is wrong)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import sympy
@@ -21,7 +20,6 @@ from gradgen.functions import Max, expm1
 
 from stability import RTOL, SMALLEST_NORMAL
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 SYMBOLS = {n: sympy.Symbol(n, real=True) for n in ("u", "x", "y", "z", "p", "q")}
 NAMES = {
     **SYMBOLS,
@@ -298,13 +296,10 @@ def test_near_miss_does_not_fire(rule, text):
 
 @pytest.fixture(scope="module")
 def helpers_namespace(tf):
-    """Every helper of templates/helpers.py.j2, executed with TensorFlow."""
-    import jinja2
+    """The runtime helpers these functions print as, executed with TensorFlow."""
+    from gradgen.render import render_helpers
 
-    text = (TEMPLATES / "helpers.py.j2").read_text()
-    source = jinja2.Template(text).render(
-        helpers=["_erfcx", "_log_erfc", "_hypot", "_logsumexp", "_logcosh"]
-    )
+    source = render_helpers(["_erfcx", "_log_erfc", "_hypot", "_logsumexp", "_logcosh"])
     namespace = {"tf": tf, "math": math}
     exec(compile(source, "helpers.py", "exec"), namespace)
     return namespace

@@ -1,6 +1,6 @@
 """The generated ops' argument checks where the trace cannot decide them, and on values
 that conversion would change (`_check_input`, `_check_representable`,
-`_check_named_dims` in templates/helpers.py.j2):
+`_check_named_dims` in templates/runtime/):
 
 * a named dim used twice in one input (`s: [batch, n, n]`) is compared with itself;
 * named dims unknown while tracing (None in an input signature) are compared when the

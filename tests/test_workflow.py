@@ -12,25 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from conftest import EXAMPLES, ROOT, run_python
-from gradgen.cli import main
+from conftest import EXAMPLES, ROOT, invoke_in as invoke, run_python
 from gradgen.spec import json_schema
 
 PYPROJECT = """[tool.gradgen]
 specs = ["specs/*.yaml"]
 out = "ops"
 """
-
-
-def invoke(cwd, *args):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 @pytest.fixture
@@ -42,14 +31,15 @@ def project(tmp_path):
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     result = invoke(tmp_path, "build")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == "2 written, 0 unchanged\n"
+    assert result.stdout == "3 written, 0 unchanged\n"  # and the runtime
     return tmp_path
 
 
 def test_bare_build_and_check_use_the_project_config(project):
-    assert sorted(p.name for p in (project / "ops").iterdir()) == ["kinks.py", "seeds.py"]
+    assert sorted(p.name for p in (project / "ops").iterdir()) == [
+        "_gradgen_runtime.py", "kinks.py", "seeds.py"]
     result = invoke(project, "check")
-    assert result.exit_code == 0 and result.stdout == "2 up to date\n"
+    assert result.exit_code == 0 and result.stdout == "3 up to date\n"
 
 
 def test_check_names_the_op_that_changed(project):
@@ -70,12 +60,14 @@ def test_removed_spec_is_orphaned_and_prune_deletes_only_gradgen_files(project):
     assert "ops/kinks.py: orphaned, its spec was removed" in result.stderr
     assert result.stderr.rstrip().endswith("run: gradgen build --prune")
     result = invoke(project, "build")
-    assert result.stdout == "0 written, 1 unchanged, 1 orphaned (--prune deletes)\n"
+    assert result.stdout == "0 written, 2 unchanged, 1 orphaned (--prune deletes)\n"
     assert (project / "ops" / "kinks.py").exists()
     result = invoke(project, "build", "--prune", "-v")
     assert "pruned ops/kinks.py" in result.stdout
-    assert result.stdout.splitlines()[-1] == "0 written, 1 unchanged, 1 pruned"
-    assert sorted(p.name for p in (project / "ops").iterdir()) == ["handwritten.py", "seeds.py"]
+    # the runtime stays (seeds.py imports from it): kinks.py needed no helper of its own
+    assert result.stdout.splitlines()[-1] == "0 written, 2 unchanged, 1 pruned"
+    assert sorted(p.name for p in (project / "ops").iterdir()) == [
+        "_gradgen_runtime.py", "handwritten.py", "seeds.py"]
     assert invoke(project, "check").exit_code == 0
 
 
@@ -92,7 +84,7 @@ def test_dry_run_writes_nothing(project):
     result = invoke(project, "build", "--dry-run", "-v")
     assert result.exit_code == 0
     assert "write ops/seeds.py" in result.stdout
-    assert result.stdout.splitlines()[-1] == "dry run: 1 to write, 1 unchanged"
+    assert result.stdout.splitlines()[-1] == "dry run: 1 to write, 2 unchanged"
     assert not (project / "ops" / "seeds.py").exists()
 
 
@@ -241,14 +233,14 @@ def test_a_linked_generated_file_is_judged_from_where_it_lives(tmp_path):
     result = invoke(tmp_path, "check", "specs/a.yaml", "-o", "pkg/sub/ops")
     assert result.exit_code == 0, result.stderr
     result = invoke(tmp_path, "build", "specs/a.yaml", "-o", "pkg/sub/ops", "--prune")
-    assert result.stdout == "0 written, 1 unchanged\n"
+    assert result.stdout == "0 written, 2 unchanged\n"  # a.py and the runtime
     assert os.path.islink(ops / "rep.py")
 
     os.rename(ops / "rep.py", ops / "alias.py")
     both = ["specs/a.yaml", "specs/rep.yaml", "-o", "pkg/sub/ops"]
     result = invoke(tmp_path, "check", *both)
     assert result.exit_code == 1 and "alias.py" not in result.stderr, result.stderr
-    assert invoke(tmp_path, "build", *both, "--prune").stdout == "1 written, 1 unchanged\n"
+    assert invoke(tmp_path, "build", *both, "--prune").stdout == "1 written, 2 unchanged\n"
     assert os.path.islink(ops / "alias.py")
 
     (tmp_path / "specs" / "rep.yaml").unlink()
@@ -268,7 +260,7 @@ def test_orphaned_emitted_tests_are_found_and_pruned(tmp_path):
         (tmp_path / "specs" / f"{name}.yaml").write_text(small_spec(name))
     (tmp_path / "pyproject.toml").write_text(PYPROJECT + 'emit_tests = "tests/gradgen"\n')
     result = invoke(tmp_path, "build")
-    assert result.stdout == "2 written, 0 unchanged; tests: 2 written\n", result.stderr
+    assert result.stdout == "3 written, 0 unchanged; tests: 2 written\n", result.stderr
     tests = tmp_path / "tests" / "gradgen"
     header = (tests / "test_a_gradients.py").read_text().splitlines()[0]
     assert header.endswith(" from ../../specs/a.yaml. DO NOT EDIT.")
@@ -283,11 +275,11 @@ def test_orphaned_emitted_tests_are_found_and_pruned(tmp_path):
     assert ("ops/b.py: orphaned, its spec was removed; tests/gradgen/test_b_gradients.py: "
             "orphaned, its spec was removed); run: gradgen build --prune") in result.stderr
     result = invoke(tmp_path, "build", "--prune")
-    assert result.stdout == "0 written, 1 unchanged, 2 pruned; tests: 0 written\n"
+    assert result.stdout == "0 written, 2 unchanged, 2 pruned; tests: 0 written\n"
     assert sorted(os.listdir(tests)) == [
         "helper.py", "test_a_gradients.py", "test_mine_gradients.py"]
-    assert sorted(os.listdir(tmp_path / "ops")) == ["a.py"]
-    assert invoke(tmp_path, "check").stdout == "2 up to date\n"
+    assert sorted(os.listdir(tmp_path / "ops")) == ["_gradgen_runtime.py", "a.py"]
+    assert invoke(tmp_path, "check").stdout == "3 up to date\n"
 
 
 @pytest.mark.parametrize("pattern", [

@@ -1,13 +1,15 @@
-"""Mutation testing of the helpers template (templates/helpers.py.j2), which mutmut cannot
-mutate (it is Jinja, rendered into each generated module).
+"""Mutation testing of the runtime helpers' templates (templates/runtime/*.py.j2, one per
+helper of gradgen/runtime.py), which mutmut cannot mutate (they are Jinja templates,
+rendered into each output folder's _gradgen_runtime.py).
 
 Each mutant changes one operator, comparison, constant, keyword or TensorFlow function
-in one code line of the template (Jinja tags, comments and docstrings are left alone);
-the template is rendered as the generated modules render it and the helpers' own tests
-(tests/test_helpers.py, against mpmath and NumPy) run against it::
+in one code line of one template (comments and docstrings are left alone); the
+helpers are rendered as generated code renders them and the helpers' own tests
+(tests/test_helpers.py, against mpmath and NumPy) run against them::
 
     python tools/mutate_templates.py                 # every mutant, two at a time
     python tools/mutate_templates.py --sample 80     # a seeded random sample
+    python tools/mutate_templates.py --template runtime/log1mexp.py.j2   # one helper
     python tools/mutate_templates.py --list          # the mutants, without running
 
 A mutant is killed when the tests fail (or time out), survived when they pass. The
@@ -33,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs"))
 from mutation_reasons import TEMPLATE_REASONS  # noqa: E402
 
-TEMPLATE = Path("templates") / "helpers.py.j2"
+TEMPLATES = Path("templates")
+RUNTIME = TEMPLATES / "runtime"
 TESTS = ["tests/test_helpers.py"]
 TIMEOUT_S = 300
 
@@ -55,6 +58,7 @@ OPERATORS = [
 
 @dataclass(frozen=True)
 class Mutant:
+    template: str  # relative to templates/: runtime/<helper>.py.j2
     line: int  # 1-based
     start: int
     end: int
@@ -69,7 +73,7 @@ class Mutant:
     def describe(self, lines: list[str]) -> str:
         before = lines[self.line - 1].strip()
         after = self.apply(lines)[self.line - 1].strip()
-        return f"line {self.line}: `{before}` -> `{after}`"
+        return f"{self.template} line {self.line}: `{before}` -> `{after}`"
 
 
 def code_lines(lines: list[str]):
@@ -92,17 +96,24 @@ def code_lines(lines: list[str]):
         yield i, code
 
 
-def mutants(lines: list[str]) -> list[Mutant]:
+def mutants(template: str, lines: list[str]) -> list[Mutant]:
     out = []
     for number, code in code_lines(lines):
         for pattern, replacement in OPERATORS:
             for m in re.finditer(pattern, code):
-                out.append(Mutant(number, m.start(), m.end(), replacement))
+                out.append(Mutant(template, number, m.start(), m.end(), replacement))
     return sorted(set(out), key=lambda m: (m.line, m.start, m.replacement))
 
 
+def read_lines(root: Path, template: str) -> list[str]:
+    lines = (root / TEMPLATES / template).read_text().split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def _run(copy: Path, lines: list[str], mutant: Mutant) -> str:
-    (copy / TEMPLATE).write_text("\n".join(mutant.apply(lines)) + "\n")
+    target = copy / TEMPLATES / mutant.template
+    original = target.read_text()
+    target.write_text("\n".join(mutant.apply(lines)) + "\n")
     try:
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS],
@@ -111,73 +122,93 @@ def _run(copy: Path, lines: list[str], mutant: Mutant) -> str:
         )
     except subprocess.TimeoutExpired:
         return "timeout"
+    finally:
+        target.write_text(original)  # the copy serves the next mutant
     return "survived" if result.returncode == 0 else "killed"
 
 
-def main() -> int:
+def _arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, help="test a seeded random sample of N")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--template", action="append",
+                        help="only this template (relative to templates/; repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    lines = (ROOT / TEMPLATE).read_text().split("\n")
-    if lines and lines[-1] == "":
-        lines = lines[:-1]
-    todo = mutants(lines)
+
+def main() -> int:
+    args = _arguments()
+    templates = args.template or sorted(
+        p.relative_to(ROOT / TEMPLATES).as_posix() for p in (ROOT / RUNTIME).glob("*.py.j2"))
+    texts = {t: read_lines(ROOT, t) for t in templates}
+    every = [m for t in templates for m in mutants(t, texts[t])]
+    todo = list(every)
     if args.list:
         for m in todo:
-            print(m.describe(lines))
+            print(m.describe(texts[m.template]))
         print(f"{len(todo)} mutants")
         return 0
     if args.sample and args.sample < len(todo):
         todo = sorted(random.Random(args.seed).sample(todo, args.sample),
-                      key=lambda m: (m.line, m.start))
+                      key=lambda m: (m.template, m.line, m.start))
+    results = _run_all(todo, texts, args.workers)
+    if results is None:
+        return 2
+    _report(results, texts, len(every), args)
+    return 0
 
+
+def _run_all(todo: list[Mutant], texts: dict, workers: int) -> dict | None:
+    """{mutant: "killed", "survived" or "timeout"}; None when the unmutated templates
+    fail the tests."""
     with tempfile.TemporaryDirectory() as tmp:
         copies = []
-        for k in range(args.workers):
+        for k in range(workers):
             copy = Path(tmp) / f"copy{k}"
             shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
                 ".git", ".venv*", "mutants", "__pycache__", "*.egg-info", "build", "dist"))
             copies.append(copy)
-        # the unmutated template must pass, or every mutant would look killed
-        if _run(copies[0], lines, Mutant(1, 0, 0, "")) != "survived":
-            print("the helper tests fail on the unmutated template", file=sys.stderr)
-            return 2
+        # the unmutated templates must pass, or every mutant would look killed
+        first = next(iter(texts))
+        if _run(copies[0], texts[first], Mutant(first, 1, 0, 0, "")) != "survived":
+            print("the helper tests fail on the unmutated templates", file=sys.stderr)
+            return None
         results: dict[Mutant, str] = {}
-        with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             free = list(copies)
             pending = {}
             queue = list(todo)
             while queue or pending:
                 while queue and free:
                     copy, m = free.pop(), queue.pop(0)
-                    pending[pool.submit(_run, copy, lines, m)] = (copy, m)
+                    pending[pool.submit(_run, copy, texts[m.template], m)] = (copy, m)
                 done, _ = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     copy, m = pending.pop(future)
                     results[m] = future.result()
                     free.append(copy)
+    return results
 
+
+def _report(results: dict, texts: dict, total: int, args) -> None:
     killed = sum(1 for s in results.values() if s in ("killed", "timeout"))
-    print(f"{len(results)} mutants of {TEMPLATE} tested"
-          + (f" (a sample, seed {args.seed}, of {len(mutants(lines))})" if args.sample else "")
+    print(f"{len(results)} mutants of {len(texts)} runtime helper templates tested"
+          + (f" (a sample, seed {args.seed}, of {total})" if args.sample else "")
           + f": {killed} killed ({100 * killed / max(1, len(results)):.1f}%)\n")
     print("| survivor | why it survives |")
     print("| --- | --- |")
     unreviewed = 0
-    for m in sorted(results, key=lambda m: (m.line, m.start)):
+    for m in sorted(results, key=lambda m: (m.template, m.line, m.start)):
         if results[m] == "survived":
-            shown = m.describe(lines)
+            shown = m.describe(texts[m.template])
             reason = next((r for pattern, r in TEMPLATE_REASONS if re.search(pattern, shown)),
                           "UNREVIEWED")
             unreviewed += reason == "UNREVIEWED"
             print(f"| {shown.replace('|', chr(92) + '|')} | {reason} |")
     print(f"\n{unreviewed} survivors without a reason.")
-    return 0
 
 
 if __name__ == "__main__":

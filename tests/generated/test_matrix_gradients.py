@@ -12,18 +12,36 @@ whatever the op's dtype, with a step scaled to each input. Inputs with a declare
 as written is finite there, else from the range where gradgen verified the op.
 """
 
+import hashlib
+import importlib.machinery
 import importlib.util
+import os
 import pathlib
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+
+def _import_generated(folder, name):
+    """The generated module `name` of `folder`, imported as a submodule of a package made
+    for that folder (named after its real path): the module's `from ._gradgen_runtime
+    import ...` then finds the runtime beside it, never another folder's."""
+    folder = os.path.realpath(folder)
+    digest = hashlib.sha256(os.fsencode(folder)).hexdigest()[:16]
+    package = f"gradgen_generated_{digest}"
+    if package not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [folder]
+        sys.modules[package] = importlib.util.module_from_spec(spec)
+    return importlib.import_module(f"{package}.{name}")
+
+
 _PATH = pathlib.Path(__file__).resolve().parent / "../../generated/matrix.py"
-_SPEC = importlib.util.spec_from_file_location("gradgen_generated_matrix", _PATH)
-ops = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(ops)
-_logabsdet = ops._logabsdet
+ops = _import_generated(_PATH.parent, _PATH.stem)
+_runtime = _import_generated(_PATH.parent, "_gradgen_runtime")
+_logabsdet = _runtime._logabsdet
 
 # Tolerances of the autodiff and numerical comparisons, per dtype: relative, and for
 # entries near 0 absolute, times the largest magnitude of the expected values (so that a

@@ -5,7 +5,8 @@ generated module contains) and input arrays. Guarantees: :func:`run` executes th
 forward statements, then (per output, with that output's upstream gradient 1 and the
 others 0) the recomputed and backward statements, against :data:`tf`, a small NumPy
 stand-in for the ``tf`` functions generated code calls, and the module's helper
-functions rendered from ``templates/helpers.py.j2`` against the same stand-in. Every
+functions rendered from their templates (:mod:`gradgen.runtime`) against the same
+stand-in. Every
 operation computes in the op's format (:mod:`.formats`): NumPy's float16 and float32
 loops for those dtypes, float32 rounded to bfloat16 after each operation for bfloat16,
 and subnormal results flushed to zero where TensorFlow's CPU kernels flush them.
@@ -292,9 +293,9 @@ def _refine(value: np.ndarray, args: list, exact) -> None:
 
 @lru_cache(maxsize=64)
 def _helper_source(helpers: tuple) -> str:
-    from ...render import _environment
+    from ...render import render_helpers
 
-    return _environment().get_template("helpers.py.j2").render(helpers=list(helpers))
+    return render_helpers({"_check_input", *helpers})
 
 
 # The only builtins the printed code and helpers run with: no import, open, eval,

@@ -16,7 +16,7 @@ The results use :class:`gradgen.functions.erfc`, which SymPy does not turn back 
 ``2 − erfc(−u)``.
 
 ``log_erfc``'s thresholds and its derivative ``−2/(√π·erfcx(u))`` are described in the
-``_erfcx``/``_log_erfc`` helpers (templates/helpers.py.j2).
+``_erfcx``/``_log_erfc`` helpers (templates/runtime/).
 """
 
 from __future__ import annotations

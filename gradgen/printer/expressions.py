@@ -1,37 +1,40 @@
-"""SymPy -> TensorFlow source.
+"""SymPy expressions as TensorFlow source: :class:`TFPrinter`.
 
-Consumes: IR values (:data:`gradgen.ir.Value`): SymPy expressions whose symbols are
-named as the generated locals, and :class:`gradgen.ir.Call` s. Guarantees:
+Receives: elementwise SymPy expressions (the values of :data:`gradgen.ir.Value` that are
+not calls) whose symbols are named as the generated locals, and the op's compute dtype.
+Returns: one Python expression per value (:meth:`TFPrinter.value`); the printer records
+what the text needs around it (:attr:`TFPrinter.uses_math`, :attr:`TFPrinter.helpers`).
 
 * :class:`TFPrinter` subclasses SymPy's ``TensorflowPrinter`` and writes ``tf.`` names
-  (``tf.math.exp``, ``tf.linalg.matmul``); the ``math`` module is used only for numeric
-  constants such as ``math.pi`` and recorded in :attr:`TFPrinter.uses_math`;
+  (``tf.math.exp``); the ``math`` module is used only for numeric constants such as
+  ``math.pi`` (:mod:`gradgen.printer.numbers`);
 * numbers never change a tensor's dtype: in arithmetic with a tensor a number is a
   Python float literal (TensorFlow converts it to the tensor's dtype); anywhere else
   (a ``tf.where`` branch, a ``tf.math.maximum`` argument, a whole constant value) it is
   ``tf.constant(value, dtype=tf.<op dtype>)``;
 * small integer powers are products (``x * x``) or ``tf.math.square``; ``x**0.5`` is
   ``tf.math.sqrt``, ``x**-0.5`` is ``tf.math.rsqrt``;
+* a function is printed as its declaration (:mod:`gradgen.functions`) says: a TensorFlow
+  function, or a runtime helper whose name is recorded in :attr:`TFPrinter.helpers`;
 * anything without a TensorFlow form (``Derivative``, ``Heaviside``, an unknown
-  function...) raises :class:`PrintError` naming the function; the caller turns it into a
-  spec error naming the op. No ``tf.gradients`` call is ever printed.
+  function...) raises :class:`~gradgen.printer.errors.PrintError` naming the function.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 
 import sympy
-from sympy.printing.codeprinter import PrintMethodNotImplementedError
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
-from . import functions as fn
-from .functions import declarations as fns
-from . import ir
-from .spec import HALF_DTYPES
-from .stability.guards import clamp_of
+from .. import functions as fn
+from .. import runtime
+from ..functions import declarations as fns
+from ..spec import HALF_DTYPES
+from ..stability.guards import clamp_of
+from .errors import PrintError
+from .numbers import number_literal
 
 
 @contextlib.contextmanager
@@ -62,14 +65,6 @@ def _without_tensorflow():
 
 with _without_tensorflow():
     from sympy.printing.tensorflow import TensorflowPrinter
-
-
-class PrintError(Exception):
-    """An expression has no TensorFlow form; ``function`` names what could not be printed."""
-
-    def __init__(self, function: str, detail: str = ""):
-        self.function = function
-        super().__init__(detail or f"{function} has no TensorFlow form")
 
 
 _COMPARISONS = {
@@ -106,6 +101,12 @@ class TFPrinter(TensorflowPrinter):
             return self._typed(expr)
         return self.doprint(expr)
 
+    def use_helper(self, name: str) -> str:
+        """Record that the printed code calls the runtime helper ``name``
+        (:mod:`gradgen.runtime`, which must declare it); returns ``name``."""
+        self.helpers.add(runtime.helper(name))
+        return name
+
     def _typed(self, expr) -> str:
         return f"tf.constant({self._number(expr)}, dtype=tf.{self.dtype})"
 
@@ -118,28 +119,8 @@ class TFPrinter(TensorflowPrinter):
 
     def _number(self, expr) -> str:
         """A numeric constant as a Python literal or a ``math`` expression."""
-        value = complex(expr.evalf(30))
-        if not (math.isfinite(value.real) and math.isfinite(value.imag)):
-            raise PrintError("constant", f"constant {_short(expr)} is not finite in float64")
-        if expr.is_Integer:
-            return f"{int(expr)}.0"
-        if expr.is_Rational:
-            p, q = int(expr.p), int(expr.q)
-            if q & (q - 1) == 0:  # exact in binary
-                return repr(p / q)
-            return f"-({-p}.0 / {q}.0)" if p < 0 else f"({p}.0 / {q}.0)"
-        if expr.is_Float:
-            return repr(float(expr))
-        if expr.is_real is False or value.imag != 0:
-            return repr(value)
-        try:
-            text = self._constants.doprint(expr)
-        except PrintMethodNotImplementedError:
-            # a constant of a function the math module lacks (softplus(2), sigmoid(1)):
-            # its value, correctly rounded from 30 digits
-            return repr(value.real)
-        if "math." in text:
-            self.uses_math = True
+        text, uses_math = number_literal(expr, self._constants)
+        self.uses_math = self.uses_math or uses_math
         return text
 
     def _print_Integer(self, expr):
@@ -292,8 +273,7 @@ class TFPrinter(TensorflowPrinter):
         helper, a TensorFlow function of one argument, or one folded over two or more."""
         function = fns.of_class(type(expr))
         if function is not None and function.helper:
-            self.helpers.add(function.helper)
-            return f"{function.helper}({self._args(expr.args)})"
+            return f"{self.use_helper(function.helper)}({self._args(expr.args)})"
         if function is None or function.tf is None:
             raise PrintError(type(expr).__name__)
         if function.arity == (1, 1):
@@ -346,7 +326,6 @@ class TFPrinter(TensorflowPrinter):
         if not (a.is_Symbol or isinstance(a, sympy.Function) or isinstance(a, sympy.Pow)):
             left = f"({left})"
         return f"({left} / {self._divisor(b)})"
-
 
     def _print_Const(self, expr):
         coeff, rest = expr.value.as_coeff_Mul()
@@ -430,145 +409,3 @@ class TFPrinter(TensorflowPrinter):
     _print_Basic = _refuse
     _print_not_supported = _refuse
     emptyPrinter = _refuse
-
-
-# Reductions and their VJPs printed as calls of module helpers (templates/helpers.py.j2).
-_REDUCTION_HELPERS = {
-    "reduce_logsumexp": "_reduce_logsumexp",
-    "softmax": "_softmax",
-    "log_softmax": "_log_softmax",
-    "extremum_grad": "_extremum_grad",
-    "softmax_grad": "_softmax_grad",
-    "log_softmax_grad": "_log_softmax_grad",
-}
-
-
-# Helpers that call other helpers (templates/helpers.py.j2): emitted together.
-HELPER_DEPENDENCIES = {
-    "_log_erfc": ("_erfcx",),
-    "_reduce_logsumexp": ("_lse_parts", "_softmax"),
-    "_log_softmax": ("_lse_parts", "_log_softmax_grad"),
-    "_softmax": ("_softmax_grad",),
-    "_complex_det": ("_cofactor",),
-    "_cofactor": ("_complex_det",),  # its general branch computes det(a) * inverse(a)
-}
-
-
-def with_dependencies(helpers) -> set[str]:
-    """``helpers`` and every helper they call, transitively."""
-    out, todo = set(), list(helpers)
-    while todo:
-        name = todo.pop()
-        if name not in out:
-            out.add(name)
-            todo.extend(HELPER_DEPENDENCIES.get(name, ()))
-    return out
-
-
-def print_value(printer: TFPrinter, value: ir.Value) -> str:
-    """Print a statement value: a SymPy expression or an :class:`~gradgen.ir.Call`."""
-    if not isinstance(value, ir.Call):
-        return printer.value(value)
-    args = [print_value(printer, a) for a in value.args]
-    fn = value.fn
-    dtype = f"tf.{printer.dtype}"
-    if fn == "add":
-        return " + ".join(args)
-    if fn == "mul":
-        return " * ".join(_operand(a, v) for a, v in zip(args, value.args))
-    if fn == "div":
-        return f"{_operand(args[0], value.args[0])} / {_operand(args[1], value.args[1])}"
-    if fn == "matmul":
-        flags = "".join(f", {name}=True" for name, on in value.params if on)
-        return f"tf.linalg.matmul({args[0]}, {args[1]}{flags})"
-    if fn == "transpose":
-        return f"tf.linalg.matrix_transpose({args[0]})"
-    if fn in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min"):
-        axis = list(value.required("axis"))
-        keep = ", keepdims=True" if value.required("keepdims") else ""
-        return f"tf.{fn}({args[0]}, axis={axis}{keep})"
-    if fn in _REDUCTION_HELPERS:
-        helper = _REDUCTION_HELPERS[fn]
-        printer.helpers.add(helper)
-        axis = list(value.param("axis"))
-        keep = ", keepdims=True" if value.param("keepdims") else ""
-        keep += f", count={int(value.param('count'))}" if value.param("count") else ""
-        return f"{helper}({', '.join(args)}, axis={axis}{keep})"
-    if fn == "unbroadcast":
-        return f"_unbroadcast({args[0]}, {args[1]})"
-    if fn == "zeros_like":
-        return f"tf.zeros_like({args[0]})"
-    if fn == "broadcast_to":
-        if len(args) == 2:
-            return f"tf.broadcast_to({args[0]}, {args[1]})"
-        return f"tf.broadcast_to({args[0]}, {list(value.param('shape'))})"
-    if fn == "broadcast_shape":
-        out = f"tf.shape({args[0]})"
-        for arg in args[1:]:
-            out = f"tf.broadcast_dynamic_shape({out}, tf.shape({arg}))"
-        return out
-    if fn == "cast":
-        return f"tf.cast({args[0]}, tf.{value.param('dtype')})"
-    if fn == "inverse":
-        adjoint = ", adjoint=True" if value.param("adjoint") else ""
-        return f"tf.linalg.inv({args[0]}{adjoint})"
-    if fn == "det":
-        if printer.dtype.startswith("complex"):  # TF's own det gradient lacks a conj
-            printer.helpers.add("_complex_det")
-            return f"_complex_det({args[0]})"
-        return f"tf.linalg.det({args[0]})"
-    if fn == "cofactor":
-        printer.helpers.add("_cofactor")
-        if value.param("conjugate"):
-            return f"tf.math.conj(_cofactor({args[0]}))"
-        return f"_cofactor({args[0]})"
-    if fn == "logdet":
-        printer.helpers.add("_logabsdet")
-        return f"_logabsdet({args[0]})"
-    if fn == "trace":
-        return f"tf.linalg.trace({args[0]})"
-    if fn == "einsum":
-        return f"tf.einsum({value.param('subscripts')!r}, {', '.join(args)})"
-    if fn == "expand_matrix":
-        return f"{_operand(args[0], value.args[0])}[..., tf.newaxis, tf.newaxis]"
-    if fn == "eye":
-        n = value.param("n")
-        size = n if n is not None else f"tf.shape({args[0]})[-1]"
-        return f"tf.eye({size}, dtype={dtype})"
-    if fn == "unreduce":
-        out = args[0]
-        if not value.required("keepdims"):
-            for axis in value.required("axes"):
-                out = f"tf.expand_dims({out}, {axis})"
-        shape = value.param("shape")
-        target = list(shape) if shape is not None else f"tf.shape({args[1]})"
-        return f"tf.broadcast_to({out}, {target})"
-    if fn == "count":
-        axes = value.param("axes")
-        if all(a < 0 for a in axes):  # a shape with `...`: tf.gather takes no index < 0
-            dims = " * ".join(f"tf.shape({args[0]})[{a}]" for a in axes)
-            return f"tf.cast({dims}, {dtype})"
-        dims = f"tf.gather(tf.shape({args[0]}), {list(axes)})"
-        return f"tf.cast(tf.reduce_prod({dims}), {dtype})"
-    raise AssertionError(fn)  # ir.Call validates fn
-
-
-def _operand(text: str, value) -> str:
-    """``text`` parenthesized unless it is a name, a call or a subscript."""
-    if isinstance(value, ir.Call) and value.fn not in ("add", "mul", "div"):
-        return text
-    if isinstance(value, sympy.Basic) and (value.is_Atom or isinstance(value, sympy.Function)):
-        return text
-    return f"({text})"
-
-
-def _short(number) -> str:
-    """A number for a message: as written when short, else to 6 significant digits
-    (a 1,200-digit constant is not repeated in full)."""
-    text = f"{number}"
-    if len(text) <= 40:
-        return text
-    try:
-        return str(sympy.N(number, 6))
-    except (TypeError, ValueError):
-        return text[:20] + f"... ({len(text)} characters)"

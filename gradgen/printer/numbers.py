@@ -1,0 +1,63 @@
+"""Numeric constants as Python source.
+
+Receives: a SymPy number (an Integer, Rational, Float, a number symbol such as ``pi``, or
+a constant expression such as ``sqrt(2)/2``) and the plain Python printer that spells
+``math`` expressions. Returns: :func:`number_literal`'s text, a Python literal
+(``2.0``, ``0.5``, ``(1.0 / 3.0)``, ``(1+2j)``) or a ``math`` expression
+(``math.sqrt(2)/2``), and whether that text uses the ``math`` module. A constant that is
+not finite in float64 raises :class:`~gradgen.printer.errors.PrintError`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy
+from sympy.printing.codeprinter import PrintMethodNotImplementedError
+
+from .errors import PrintError
+
+
+def number_literal(expr, constants) -> tuple[str, bool]:
+    """(``expr`` as a Python literal or a ``math`` expression, whether it uses ``math``).
+
+    Args:
+        expr: a SymPy number.
+        constants: a SymPy ``PythonCodePrinter`` (spells ``math.pi``, ``math.log(2)``).
+
+    Raises:
+        PrintError: the constant is not finite in float64.
+    """
+    value = complex(expr.evalf(30))
+    if not (math.isfinite(value.real) and math.isfinite(value.imag)):
+        raise PrintError("constant", f"constant {short(expr)} is not finite in float64")
+    if expr.is_Integer:
+        return f"{int(expr)}.0", False
+    if expr.is_Rational:
+        p, q = int(expr.p), int(expr.q)
+        if q & (q - 1) == 0:  # exact in binary
+            return repr(p / q), False
+        return (f"-({-p}.0 / {q}.0)" if p < 0 else f"({p}.0 / {q}.0)"), False
+    if expr.is_Float:
+        return repr(float(expr)), False
+    if expr.is_real is False or value.imag != 0:
+        return repr(value), False
+    try:
+        text = constants.doprint(expr)
+    except PrintMethodNotImplementedError:
+        # a constant of a function the math module lacks (softplus(2), sigmoid(1)):
+        # its value, correctly rounded from 30 digits
+        return repr(value.real), False
+    return text, "math." in text
+
+
+def short(number) -> str:
+    """A number for a message: as written when short, else to 6 significant digits
+    (a 1,200-digit constant is not repeated in full)."""
+    text = f"{number}"
+    if len(text) <= 40:
+        return text
+    try:
+        return str(sympy.N(number, 6))
+    except (TypeError, ValueError):
+        return text[:20] + f"... ({len(text)} characters)"
