@@ -198,7 +198,9 @@ def test_reference_agrees_with_known_values(tmp_path, output, x, want):
     assert value == pytest.approx(want, rel=1e-12, abs=1e-60)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+# (not bfloat16: it has float32's exponent range, so the steps toward 0 and the
+# tolerance are float32's)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize(
     "output, value, derivative",
     [

@@ -68,13 +68,13 @@ def _path_literal(test_module: Path) -> str:
     raise AssertionError("no _PATH")
 
 
-@pytest.mark.parametrize("out, tests", [
+@pytest.mark.parametrize("out, tests", sampled([
     ("o'\"); " + PWN + "; ('", "t"),
     ("out", "t'\"; " + PWN + " #"),
     ("out", r"t\N"),
     (r"o\N{BULLET}\x", r"t\u0041"),
     ('o"""', "t'''"),
-])
+]))
 def test_folder_names_are_literals_in_the_emitted_tests(tmp_path, out, tests):
     write(tmp_path, {"s.yaml": SPEC})
     result = attack(tmp_path, ["build", "s.yaml", "-o", out, "--emit-tests", tests])
@@ -150,7 +150,7 @@ FORGING_DOCS = [
 ]
 
 
-@pytest.mark.parametrize("doc", FORGING_DOCS)
+@pytest.mark.parametrize("doc", sampled(FORGING_DOCS))
 def test_explain_markdown_neutralises_docs(tmp_path, doc):
     write(tmp_path, {"s.yaml": spec(doc=doc)})
     result = attack(tmp_path, ["explain", "s.yaml", "--format", "markdown"])
@@ -334,8 +334,9 @@ def test_constants_too_large_are_spec_errors(tmp_path, output, message):
     assert len(result.stderr) < 600  # the constant is not printed in full
 
 
-@pytest.mark.parametrize("output", ["x * sin(10**20)", "x * 10**20 + exp(x) * 10**-20",
-                                    "x * 2**60 * 2**-60", "x * (10**16 + 1)"])
+@pytest.mark.parametrize("output", sampled(["x * sin(10**20)", "x * (10**16 + 1)",
+                                            "x * 10**20 + exp(x) * 10**-20",
+                                            "x * 2**60 * 2**-60"]))
 def test_large_exact_constants_verify(tmp_path, output):
     """Integers beyond 2**53 reach verification as floats, not NumPy object arrays."""
     write(tmp_path, {"s.yaml": spec(output)})
@@ -423,9 +424,9 @@ def test_input_names_that_numpy_uses_verify(tmp_path, name):
     assert_outcome(attack(tmp_path, ["build", "s.yaml", "-o", "out"]), 0, unchanged=False)
 
 
-@pytest.mark.parametrize("module", ["numpy", "tensorflow", "conftest", "sitecustomize",
-                                    "usercustomize", "NumPy", "os", "typing", "keras",
-                                    "gradgen", "pytest"])
+@pytest.mark.parametrize("module", sampled(["numpy", "conftest", "NumPy", "tensorflow",
+                                            "sitecustomize", "usercustomize", "os",
+                                            "typing", "keras", "gradgen", "pytest"], keep=3))
 def test_module_names_that_shadow_modules_are_refused(tmp_path, module):
     write(tmp_path, {"s.yaml": spec(module=module)})
     assert_outcome(attack(tmp_path, ["build", "s.yaml", "-o", "out"]), 2,
@@ -598,8 +599,9 @@ def test_a_module_named_like_another_modules_tests_is_refused(tmp_path):
                        r"would both be out/test_m_gradients\.py")
 
 
-@pytest.mark.parametrize("char", ["\u061c", "\u00ad", "\u180e", "\ufff9", "\U000e0041",
-                                  "\U0001d173", "\u3164", "\u115f", "\u034f"])
+@pytest.mark.parametrize("char", sampled(["\u061c", "\U000e0041", "\u00ad", "\u180e",
+                                          "\ufff9", "\U0001d173", "\u3164", "\u115f",
+                                          "\u034f"]))
 def test_invisible_format_characters_in_docs_are_refused(tmp_path, char):
     spec = yaml.safe_load(SPEC)
     spec["doc"] = f"looks{char}harmless"

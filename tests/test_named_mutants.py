@@ -17,8 +17,9 @@ from conftest import ROOT
 
 # (what the mutant does, file, original text, mutated text, the tests that must fail)
 MUTANTS = [
-    ("atanh printed as asinh", "gradgen/printer.py",
-     'sympy.atanh: "tf.math.atanh"', 'sympy.atanh: "tf.math.asinh"',
+    ("atanh printed as asinh", "gradgen/functions/declarations.py",
+     '("atanh", "arctanh", {"domain": Interval.open(-1, 1)})',
+     '("atanh", "arctanh", {"domain": Interval.open(-1, 1), "tf": "tf.math.asinh"})',
      ["tests/test_reference_functions.py", "-k", "atanh"]),
     ("the emitted autodiff test compares the op with itself", "templates/test_module.py.j2",
      "_, expected = _vjp(REFERENCES[name], wide,",

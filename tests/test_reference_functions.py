@@ -511,43 +511,52 @@ def _mismatches(tf, module, dtype):
 
 @pytest.mark.slow
 def test_printing_any_function_as_another_is_caught(tf, tmp_path, monkeypatch):
-    """Mutation check of the table itself: print each function of the printer's tables
-    as another TF function of the same arity; the table must notice every one."""
-    from gradgen import printer
+    """Mutation check of the table itself: declare each function the printer writes as a
+    ``tf.math`` call as another ``tf.math`` function (gradgen.functions.declarations);
+    the table must notice every one the expression language reaches."""
+    import dataclasses
+
     from gradgen.emit import generate
+    from gradgen.functions import declarations as fns
 
     from conftest import import_source
 
+    def declare(table):
+        monkeypatch.setattr(fns, "FUNCTIONS", table)
+        fns._by_class.cache_clear()
+
+    printed = [f for f in fns.FUNCTIONS if f.tf and f.tf.startswith("tf.math.")]
+    names = sorted({f.tf for f in printed})
+    original_table = fns.FUNCTIONS
     checked, unused = [], []
-    for table in (printer._FUNCTIONS, printer._BINARY):
-        names = sorted(set(table.values()))
-        for function, tf_name in list(table.items()):
-            spelled = function.__name__.lower() if function.__name__ == "Sqrt" else (
-                function.__name__)
-            users = {n: e for n, e in ELEMENTWISE.items()
-                     if f"{spelled}(" in e.expr or f"{tf_name}(" in e.calls}
-            if not users:
-                continue
-            other = names[(names.index(tf_name) + 1) % len(names)]
-            spec = yaml.safe_load(_spec("float64"))
-            spec["ops"] = [o for o in spec["ops"] if o["name"][2:] in users]
-            spec["module"] = f"mutant_{function.__name__}"
-            path = tmp_path / f"{spec['module']}.yaml"
-            path.write_text(yaml.safe_dump(spec, sort_keys=False))
-            original = generate([str(path)], str(tmp_path), verify=False, audit=False)
-            monkeypatch.setitem(table, function, other)
+    for f in printed:
+        spelled = f.spellings + (f.classes[0].__name__,)
+        users = {n: e for n, e in ELEMENTWISE.items()
+                 if any(f"{s}(" in e.expr for s in spelled) or f"{f.tf}(" in e.calls}
+        if not users:
+            continue
+        other = names[(names.index(f.tf) + 1) % len(names)]
+        spec = yaml.safe_load(_spec("float64"))
+        spec["ops"] = [o for o in spec["ops"] if o["name"][2:] in users]
+        spec["module"] = f"mutant_{f.name}"
+        path = tmp_path / f"{spec['module']}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        original = generate([str(path)], str(tmp_path), verify=False, audit=False)
+        declare(tuple(dataclasses.replace(g, tf=other) if g is f else g
+                      for g in original_table))
+        try:
             mutated = generate([str(path)], str(tmp_path), verify=False, audit=False)
-            monkeypatch.setitem(table, function, tf_name)
-            if mutated == original:
-                unused.append(function.__name__)
-                continue  # this key is not what the parser produces (sympy.Max: fn.Max is)
-            for rel, text in mutated.items():  # the module and its runtime
-                (tmp_path / rel).write_text(text)
-            module = import_source(spec["module"], tmp_path / f"{spec['module']}.py")
-            assert _mismatches(tf, module, "float64"), (
-                f"{function.__name__} printed as {other} was not noticed")
-            checked.append(function.__name__)
-    # all but conjugate (complex only), sympy.Max/Min (the parser makes fn.Max/Min) and
-    # Sqrt (sqrt(x) is x**0.5, printed by the power printer: the "sqrt" entry covers it)
-    assert sorted(unused) == ["Max", "Min", "Sqrt"], unused
-    assert len(checked) == len(printer._FUNCTIONS) + len(printer._BINARY) - 4, sorted(checked)
+        finally:
+            declare(original_table)
+        if mutated == original:
+            unused.append(f.name)
+            continue
+        for rel, text in mutated.items():  # the module and its runtime
+            (tmp_path / rel).write_text(text)
+        module = import_source(spec["module"], tmp_path / f"{spec['module']}.py")
+        assert _mismatches(tf, module, "float64"), (
+            f"{f.name} printed as {other} was not noticed")
+        checked.append(f.name)
+    # sqrt(x) is x**0.5, printed by the power printer, not as its declaration says
+    assert unused == ["sqrt"], unused
+    assert len(checked) >= 30, sorted(checked)
