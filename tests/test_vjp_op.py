@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy
 import yaml
@@ -17,9 +18,57 @@ from gradgen.errors import SpecError
 from gradgen.expr import parse_op
 from gradgen.functions.declarations import as_declared
 from gradgen.spec import load_spec, parse_spec
-from gradgen.verify import verify_op
+from gradgen.verify import RANGES, verify_op
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _computes_the_gradient_function(op, vjp) -> bool:
+    """Whether ``vjp`` (the derived VJP op) computes what ``op``'s gradient function
+    does: at random inputs (the first range where both are finite) and upstreams, its
+    outputs are the input gradients, in float64. False where no range is finite."""
+    from gradgen.verify import _Evaluator, _run
+
+    evaluator, rng = _Evaluator(), np.random.default_rng(0)
+    shapes = op.example_shapes[0]
+    for low, high in RANGES:
+        inputs = {spec.name: rng.uniform(*(spec.domain or (low, high)), shape)
+                  for spec, shape in zip(op.inputs, shapes)}
+        outputs, _ = _run(op, evaluator, inputs)
+        upstreams = [rng.uniform(-1, 1, np.shape(o)) for o in outputs]
+        _, grads = _run(op, evaluator, inputs, upstreams)
+        got, _ = _run(vjp, evaluator, {**inputs, **dict(zip(op.upstreams, upstreams))})
+        want = [grads[i.name] for i in op.inputs if i.grad]
+        if all(np.all(np.isfinite(v)) for v in want + got):
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.broadcast_to(g, np.shape(w)), w,
+                                           rtol=1e-9, atol=1e-12)
+            return True
+    return False
+
+
+def _check_orders(program, doc):
+    """Second and third order: each VJP op computes the gradient function it comes from,
+    and its own derived gradient matches central differences."""
+    first = derive(program, doc)
+    vjp = vjp_op(program, doc)
+    second = derive(vjp, doc)
+    assert _computes_the_gradient_function(first, second)
+    assert verify_op(second) is not None
+    third = derive(vjp_op(vjp, doc), doc)
+    assert _computes_the_gradient_function(second, third)
+    assert verify_op(third) is not None
+    for op in (second, third):  # every VJP rule used states its formula
+        assert all(t.split(": ", 1)[1] != "None" for t in op.vjp_text + op.reduction_vjp_text)
+
+
+def test_the_vjp_rules_of_what_vjps_hold_state_their_formulas():
+    doc, program = _example("special", "det3")
+    assert any("det * (<grad_" in t for t in derive(vjp_op(program, doc), doc).vjp_text)
+    doc, program = _example("reductions", "softmax_stable")
+    texts = derive(vjp_op(program, doc), doc).vjp_text
+    assert any("softmax_grad(" in t for t in texts), texts
 
 
 def _example(module: str, name: str):
@@ -37,6 +86,23 @@ def test_the_vjp_is_an_op_of_the_primal_inputs_and_the_upstream():
     # unbroadcast to [10, 1] and [5]: sums over the broadcast axes, as nodes
     assert [(n.op, dict(n.params)) for n in vjp.nodes if n.op != "elementwise"] == [
         ("sum", {"axes": (1,), "keepdims": True}), ("sum", {"axes": (0,), "keepdims": False})]
+    assert (vjp.name, vjp.key, vjp.dtype, vjp.single) == ("bar", program.key, "float32", False)
+    assert (vjp.memory, vjp.fuse) == (program.memory, program.fuse)
+    assert {v.dtype for v in vjp.inputs} == {"float32"}
+
+
+def test_the_upstream_is_declared_like_the_output():
+    text = yaml.safe_dump({"version": 1, "module": "m", "dtype": "float64", "ops": [{
+        "name": "f", "memory": "recompute", "inputs": {"x": ["...", "n", None], "k": [1]},
+        "output": "2 * x * k"}]}, sort_keys=False)
+    doc = parse_spec(text.encode(), "s.yaml")
+    vjp = vjp_op(parse_op(doc, 0), doc)
+    upstream = vjp.inputs[-1]
+    assert (upstream.name, upstream.declared, upstream.dtype) == (
+        "upstream", (..., "n", None), "float64")
+    assert (vjp.memory, [o.name for o in vjp.outputs]) == ("recompute", ["grad_x", "grad_k"])
+    assert [o.term.leaves for o in vjp.outputs] == [
+        frozenset([o.term.expr]) for o in vjp.outputs]
 
 
 # One op per kind of node a VJP holds: elementwise with static and run-time
@@ -48,16 +114,37 @@ CASES = [
     ("reductions", "max_margin"), ("reductions", "softmax_cross_entropy"),
     ("reductions", "log_softmax_stable"), ("memory", "layer_norm"), ("seeds", "matmul"),
     ("matrix", "inverse_trace"), ("matrix", "log_det"), ("special", "det3"),
-    ("matrix", "attention_scores"),
+    ("matrix", "attention_scores"), ("reductions", "softmax_stable"),
+    ("reductions", "logsumexp_stable"),
 ]
 
 
 @pytest.mark.parametrize("module, name", CASES)
 def test_second_and_third_order_vjps_match_finite_differences(module, name):
     doc, program = _example(module, name)
-    second = vjp_op(program, doc)
-    assert verify_op(derive(second, doc)) is not None
-    assert verify_op(derive(vjp_op(second, doc), doc)) is not None
+    _check_orders(program, doc)
+
+
+# Ops whose VJPs hold what the examples' do not: a mean over dims known only at run
+# time (a count), batch dims `...`, a keepdims max broadcast back, a log-softmax, a
+# constant gradient (zeros_like).
+INLINE = {
+    "mean_unknown": ({"x": [None, None]}, "x * mean(exp(x), axis=-1, keepdims=True)"),
+    "batch_norm": ({"x": [..., 4]}, "x / sqrt(mean(x**2, axis=-1, keepdims=True) + 1)"),
+    "max_keepdims": ({"x": [3, 4]}, "x - max(x, axis=1, keepdims=True)"),
+    "log_softmax": ({"x": [3, 4], "w": [4]}, "w * log_softmax(x * w, axis=-1)"),
+    "unused_input": ({"x": [3], "c": [3]}, "exp(x) + 0 * c"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INLINE))
+def test_vjps_of_more_node_kinds_differentiate_again(name):
+    inputs, output = INLINE[name]
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
+        "name": "f", "inputs": {k: ["..." if d is ... else d for d in v]
+                                for k, v in inputs.items()}, "output": output}]})
+    doc = parse_spec(text.encode(), "s.yaml")
+    _check_orders(parse_op(doc, 0), doc)
 
 
 @pytest.mark.slow
@@ -68,9 +155,7 @@ def test_every_real_example_op_is_differentiable_twice_more(spec):
         program = parse_op(doc, index)
         if program.is_complex or isinstance(op.dtype, list):
             continue
-        second = vjp_op(program, doc)
-        assert verify_op(derive(second, doc)) is not None, op.name
-        assert verify_op(derive(vjp_op(second, doc), doc)) is not None, op.name
+        _check_orders(program, doc)
 
 
 def test_a_wrong_vjp_rule_of_a_vjp_is_caught(monkeypatch):

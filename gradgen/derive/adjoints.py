@@ -16,8 +16,9 @@ of :mod:`.matrix` and :mod:`.reductions` do. The operations, as ``ir.Call`` s pr
 * ``Y = eye(like)``, ``Y = count(like; axes)``: constants (no operand VJP);
 * ``Y = cofactor(A) = det(A) inverse(A)^T``: ``dA = det(A) (<H, A^-T> A^-T - A^-T H^T
   A^-T)`` (the differential of the adjugate, ``d det = det tr(A^-1 dA)`` and ``d A^-1 =
-  -A^-1 dA A^-1``; Magnus and Neudecker, *Matrix Differential Calculus*, ch. 8). Real
-  ops only; infinite where ``A`` is singular (the first-order cofactor is finite there);
+  -A^-1 dA A^-1``; Magnus and Neudecker, *Matrix Differential Calculus*, ch. 8); VJP ops
+  are real (:func:`~gradgen.derive.vjp_op.vjp_program`); infinite where ``A`` is singular
+  (the first-order cofactor is finite there);
 * ``Y = softmax_grad(G, P) = P (G - s)``, ``s = sum(G P, axes)``: the Jacobian in ``G``
   is symmetric, so ``dG = softmax_grad(H, P)``; ``dP = H (G - s) - G sum(H P, axes)``;
 * ``Y = log_softmax_grad(G, L) = G - exp(L) sum(G, axes)``: ``dG = H - sum(H exp(L),
@@ -42,17 +43,19 @@ def _sum(value, axes, keepdims: bool = True) -> ir.Call:
     return ir.Call("reduce_sum", (value,), (("axis", tuple(axes)), ("keepdims", keepdims)))
 
 
-def _minus(value) -> ir.Value:
-    return -value if isinstance(value, sympy.Basic) else ir.Call("mul", (_MINUS, value))
+def _minus(value: ir.Call) -> ir.Call:
+    return ir.Call("mul", (_MINUS, value))
 
 
 def unreduce(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``Y = unreduce(G, like; axes)``: ``dG = sum(H, axes)``."""
     axes, keepdims = node.param("axes"), node.param("keepdims")
     return [OperandVJP(node.args[0], _sum(h, axes, keepdims), node.arg_shapes[0],
                        f"sum({h.name}, axis={list(axes)})")]
 
 
 def broadcast(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``Y = broadcast(A)``: ``dA`` is ``H`` summed back to ``A``'s shape."""
     shape = node.arg_shapes[0]
     plan = sh.reduction_plan(shape, node.shape)
     return [OperandVJP(node.args[0], summed_back(h, plan, args[0]), shape,
@@ -60,15 +63,15 @@ def broadcast(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
 
 
 def unbroadcast(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
-    shape = node.arg_shapes[0]
-    if sh.is_static(shape):
-        value = ir.Call("broadcast_to", (h,), (("shape", tuple(shape)),))
-    else:
-        value = ir.Call("broadcast_to", (h, ir.Call("broadcast_shape", (args[0],))))
-    return [OperandVJP(node.args[0], value, shape, f"{h.name} broadcast back")]
+    """``Y = unbroadcast(A, like)``: ``dA`` is ``H`` broadcast back to ``A``'s shape."""
+    # (a VJP unbroadcasts at run time only where the declared shapes leave the axes
+    # undecided, so the shape to broadcast back to is a run-time one too)
+    value = ir.Call("broadcast_to", (h, ir.Call("broadcast_shape", (args[0],))))
+    return [OperandVJP(node.args[0], value, node.arg_shapes[0], f"{h.name} broadcast back")]
 
 
 def expand_matrix(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``Y = G[..., None, None]``: ``dG = sum(H, last two axes)``."""
     return [OperandVJP(node.args[0], _sum(h, last_two_axes(node.shape), False),
                        node.arg_shapes[0], f"sum({h.name}, axis=[-2, -1])")]
 
@@ -79,14 +82,13 @@ def last_two_axes(shape: sh.Shape) -> tuple[int, ...]:
 
 
 def constant(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``eye(like)``, ``count(like)``: no operand VJP (the operand only gives a shape)."""
     return []  # eye(), count(): the operand only gives the shape
 
 
 def cofactor(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
-    if node.param("conjugate"):
-        raise d.error(node.key, "the VJP of a complex det() is not differentiable again "
-                      "(its conjugated cofactor is not holomorphic)")
-    a = args[0]
+    """``Y = cofactor(A)``: ``dA = det(A) (<H, A^-T> A^-T - A^-T H^T A^-T)``."""
+    a = args[0]  # (real: vjp_program refuses complex ops, whose cofactor is conjugated)
     inv_t = ir.Call("inverse", (a,), (("adjoint", True),))
     axes = last_two_axes(node.shape)
     inner = _sum(ir.Call("mul", (h, inv_t)), axes, False)
@@ -101,6 +103,7 @@ def cofactor(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
 
 
 def softmax_grad(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``Y = P (G - sum(G P))``: ``dG = softmax_grad(H, P)``, ``dP = H (G - s) - G sum(H P)``."""
     axes = node.param("axis")
     g, p = args
     s = _sum(ir.Call("mul", (g, p)), axes)
@@ -114,6 +117,7 @@ def softmax_grad(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
 
 
 def log_softmax_grad(d: Derivation, node: TensorNode, h, args) -> list[OperandVJP]:
+    """``Y = G - exp(L) sum(G)``: ``dG = H - sum(H exp(L))``, ``dL = -H exp(L) sum(G)``."""
     axes = node.param("axis")
     g = args[0]
     p = sympy.exp(node.args[1])  # exp of the log-softmax, a node's symbol

@@ -43,6 +43,8 @@ def _adj(d: Derivation) -> str:
 
 
 def matmul(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = A @ B``: ``dA = G @ B^H``, ``dB = A^H @ G``, batch axes unbroadcast later
+    (TensorFlow's ``math_grad._BatchMatMulV2``)."""
     (a, b), batch, shapes, adj = node.args, node.shape[:-2], node.arg_shapes, _adj(d)
     return [
         OperandVJP(a, ir.Call("matmul", (g, args[1]), ((f"{adj}_b", True),)),
@@ -53,11 +55,13 @@ def matmul(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def transpose(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = transpose(A)`` (last two axes): ``dA = transpose(G)``."""
     return [OperandVJP(node.args[0], ir.Call("transpose", (g,)), node.arg_shapes[0],
                        f"transpose({g.name})")]
 
 
 def inverse(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = inverse(A)``: ``dA = -Y^H @ G @ Y^H`` (``linalg_grad._MatrixInverseGrad``)."""
     y, adj = node.symbol, _adj(d)
     inner = ir.Call("matmul", (-y, g), ((f"{adj}_a", True),))
     value = ir.Call("matmul", (inner, y), ((f"{adj}_b", True),))
@@ -66,6 +70,8 @@ def inverse(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def det(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = det(A)``: ``dA = G * conj(cofactor(A))`` (Jacobi's formula), the cofactor
+    computed without inverting, so finite at a singular ``A``."""
     # Jacobi's formula with the cofactor matrix det(A) * inverse(A)^T computed
     # without inverting: finite (the adjugate) where A is singular
     cplx = d.program.is_complex
@@ -77,6 +83,8 @@ def det(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def logdet(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = log|det(A)|``: ``dA = G * inverse(A)^H``, reusing an ``inverse(A)`` the
+    forward computes (real ops)."""
     # inverse(A)^T: genuinely infinite where A is singular (log|det| is -inf
     # there); tf.linalg.inv raises "Input is not invertible" at such A. An
     # inverse(A) the forward computes is reused, not computed again.
@@ -92,6 +100,7 @@ def logdet(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def trace(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = trace(A)``: ``dA = G * I`` (an identity of ``A``'s last dim)."""
     n = node.arg_shapes[0][-1]
     eye = ir.Call("eye", (args[0],), (("n", n if sh.is_known(n) else None),))
     value = ir.Call("mul", (ir.Call("expand_matrix", (g,)), eye))
@@ -99,6 +108,9 @@ def trace(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def einsum(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = einsum(s1,...,sn->o)``: ``dAi = einsum(o,s1..(not i)..sn->si)`` of ``G`` and
+    the other operands (conjugated for complex ops), broadcast back over the indices only
+    ``si`` has (``unreduce``)."""
     inputs, out = node.param("subscripts")
     cplx, shapes, rules = d.program.is_complex, node.arg_shapes, []
     for i, sub in enumerate(inputs):

@@ -33,6 +33,8 @@ OPS = ("sum", "mean", "max", "min", "logsumexp", "softmax", "log_softmax")
 
 
 def sum_or_mean(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = sum(A, axes)`` or ``mean``: ``dA = G`` broadcast back over ``axes`` (divided by
+    the count for a mean: a number where the reduced dims are known, else a ``count`` call)."""
     axes, keepdims, shape = node.param("axes"), node.param("keepdims"), node.arg_shapes[0]
     cotangent = g
     if node.op == "mean":
@@ -55,6 +57,8 @@ def sum_or_mean(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def extremum(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = max(A, axes)`` or ``min``: ``G`` to the extreme elements, shared equally
+    among ties (``tf.reduce_max``'s gradient)."""
     axes, keepdims = node.param("axes"), node.param("keepdims")
     value = ir.Call(
         "extremum_grad", (g, args[0], node.symbol), (("axis", axes), ("keepdims", keepdims))
@@ -65,6 +69,7 @@ def extremum(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def logsumexp(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = logsumexp(A, axes)``: ``dA = G`` broadcast back times ``softmax(A, axes)``."""
     axes, keepdims, shape = node.param("axes"), node.param("keepdims"), node.arg_shapes[0]
     back = ir.Call(
         "unreduce", (g, args[0]),
@@ -76,6 +81,8 @@ def logsumexp(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
 
 
 def softmax(d: Derivation, node: TensorNode, g, args) -> list[OperandVJP]:
+    """``Y = softmax(A)``: ``dA = Y * (G - sum(G * Y))`` (``nn_grad._SoftmaxGrad``);
+    ``Y = log_softmax(A)``: ``dA = G - exp(Y) * sum(G)``."""
     axes, y = node.param("axes"), node.symbol
     value = ir.Call(f"{node.op}_grad", (g, y), (("axis", axes),))
     text = (
