@@ -35,8 +35,13 @@ def _modules():
 
 def _imports(path: Path, parts: tuple) -> set[str]:
     """The top-level gradgen components ``path`` imports (lazy imports included)."""
+    return {t[1] if len(t) > 1 else "__init__" for t in _import_paths(path, parts)}
+
+
+def _import_paths(path: Path, parts: tuple) -> list[list[str]]:
+    """The gradgen modules (or names in them) ``path`` imports, as dotted parts."""
     package = parts[:-1]  # a package's __init__ is in the package itself
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text())):
         targets = []
         if isinstance(node, ast.ImportFrom) and node.level:
@@ -47,7 +52,7 @@ def _imports(path: Path, parts: tuple) -> set[str]:
             targets = [node.module.split(".")]
         elif isinstance(node, ast.Import):
             targets = [a.name.split(".") for a in node.names if a.name.startswith("gradgen.")]
-        found |= {t[1] if len(t) > 1 else "__init__" for t in targets}
+        found += targets
     return found
 
 
@@ -68,6 +73,19 @@ def test_imports_only_run_down_the_pipeline():
             if RANKS[other] >= RANKS[me]:
                 upward.append(f"{path.relative_to(PACKAGE.parent)} imports gradgen.{other}")
     assert not upward
+
+
+def test_derivation_does_not_reach_into_the_accuracy_audit():
+    # the guards and rewrites (what derivation calls) run before the audit measures
+    # their result: only the audit itself, and the stages after derivation, import it
+    inside = []
+    for path, parts in _modules():
+        if parts[:2] == ("gradgen", "stability") and parts[2] != "audit":
+            inside += [f"{path.relative_to(PACKAGE.parent)} imports {'.'.join(t)}"
+                       for t in _import_paths(path, parts) if t[:3] == ["gradgen",
+                                                                    "stability", "audit"]]
+    assert not inside
+    assert (PACKAGE / "stability" / "formats.py").exists()  # what both use, below both
 
 
 def test_modules_classes_and_functions_are_a_size_a_reader_can_hold():

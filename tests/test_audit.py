@@ -1056,7 +1056,7 @@ def test_audit_numbers_are_json_safe():
 def test_bfloat16_rounding_keeps_a_nan_with_any_payload():
     """Rounding adds to the bit pattern: a NaN with a low payload (0x7F800001) would
     carry into inf without the NaN check."""
-    from gradgen.stability.audit.formats import _round_bfloat16
+    from gradgen.stability.formats import _round_bfloat16
 
     nans = np.array([0x7F800001, 0xFF80FFFF, 0x7FC00000], dtype=np.uint32).view(np.float32)
     assert np.all(np.isnan(_round_bfloat16(nans)))

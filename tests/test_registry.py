@@ -94,3 +94,27 @@ def test_tensorflow_has_every_declared_spelling():
             continue
         module, name = f.tf.rsplit(".", 1)
         assert module == "tf.math" and callable(getattr(tf.math, name)), f.name
+
+
+@pytest.mark.parametrize("f", [f for f in UNARY if f.bound is not None or f.singular],
+                         ids=lambda f: f.name)
+def test_bounds_and_singular_points_hold(f):
+    """A declared ``bound`` holds over the reals (at points up to 1e6 and at the
+    mpmath reference's maxima); each declared singular point lies in the domain's
+    closure, and the derivative there is infinite or jumps (a kink), or the function
+    itself jumps (its derivative is undefined)."""
+    cls = f.classes[0]
+    if f.bound is not None:
+        for p in np.concatenate([np.linspace(-50, 50, 2001), [-1e6, 1e6, 1e-300]]):
+            assert abs(float(f.mpmath(mpmath.mpf(float(p))))) <= f.bound, (f.name, p)
+    derivative = sympy.diff(cls(X), X)
+    for s in f.singular:
+        assert sympy.Interval(f.domain.inf, f.domain.sup).contains(s) is sympy.true
+        left = sympy.limit(derivative, X, s, "-") if f.domain.inf < s else None
+        right = sympy.limit(derivative, X, s, "+") if s < f.domain.sup else None
+        sides = [v for v in (left, right) if v is not None]
+        jumps = len(sides) == 2 and (sympy.limit(cls(X), X, s, "-")
+                                     != sympy.limit(cls(X), X, s, "+"))  # sign at 0
+        assert any(not v.is_finite for v in sides) or left != right or jumps, (
+            f.name, s, sides)
+

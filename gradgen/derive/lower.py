@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from .. import shapes as sh
-from ..functions.declarations import holomorphic_classes
+from ..functions.declarations import declared, holomorphic_classes
 from .context import Derivation
 from .stabilize import rewritten
 
@@ -88,20 +88,22 @@ def check_complex(d: Derivation, lowered: Lowered) -> None:
     p = d.program
     if p.is_complex:
         for n in d.nodes:
-            if n.op == "logdet":
-                raise d.error(
-                    n.key, "log(det()) is computed as log|det| (slogdet), which is not "
-                    "holomorphic; complex ops cannot use it"
-                )
-            if n.op in ("max", "min", "logsumexp", "softmax", "log_softmax"):
-                raise d.error(
-                    n.key, f"{n.op}() compares or shifts by the largest real part; "
-                    "it is defined for real dtypes only"
-                )
+            if _real_only(n.op):
+                raise d.error(n.key, _real_only(n.op))
             for a in n.args:
                 _check_holomorphic(d, a, n.key)
         for o, expr in lowered.outputs:
             _check_holomorphic(d, expr, o.key)
+
+
+def _real_only(op: str) -> str:
+    """Why complex ops cannot use the tensor function of node kind ``op`` (its
+    declaration's ``real_only``); "" if they can, or if ``op`` is no declared function
+    (an elementwise node, matmul, the nodes only VJPs hold)."""
+    try:
+        return declared(op).real_only
+    except KeyError:
+        return ""
 
 
 def _check_holomorphic(d: Derivation, expr, key) -> None:

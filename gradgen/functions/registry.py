@@ -59,9 +59,15 @@ class Function:
             refuses arguments past its bound.
         domain: the real arguments it is defined (and real) at, as a SymPy set of the
             first argument.
-        singular: points of ``domain`` where the derivative is infinite or undefined.
+        singular: points of ``domain`` where the derivative is infinite or undefined (for
+            a periodic function, those of the period around 0); with the ends of
+            ``domain``, the accuracy audit samples each (``log1p(x)`` at -1).
+        bound: an integer bound of ``|f(x)|`` over every real ``x`` (sin: 1), or None if
+            unbounded: a factor the guards' overflow analysis counts as a constant.
         holomorphic: complex ops may use it (holomorphic, and TensorFlow has complex
             kernels for it).
+        real_only: for a tensor function complex ops cannot use, why (the refusal's
+            message); elementwise ones are refused with one message for all.
         no_kernel: (the TensorFlow kernels it needs, the float dtypes that lack them).
         meaning: for a stable primitive, its formula in SymPy's own functions, of the
             arguments (Herbie's ``#:spec``: ``log1p(x)`` means ``log(1 + x)``): what
@@ -84,7 +90,9 @@ class Function:
     grows: bool = False
     domain: sympy.Set = sympy.S.Reals
     singular: tuple = ()
+    bound: int | None = None
     holomorphic: bool = False
+    real_only: str = ""
     no_kernel: tuple[str, tuple[str, ...]] | None = None
     meaning: Callable | None = None
     source: str = ""
@@ -93,6 +101,8 @@ class Function:
         assert self.kind in KINDS, self.kind
         assert not (self.tf and self.helper), self.name
         assert bool(self.spellings) == (self.kind != INTERNAL), self.name
+        if self.kind in (MATRIX, REDUCTION, SOFTMAX):  # refused with their own reason
+            assert self.holomorphic != bool(self.real_only), self.name
 
     @property
     def tf_name(self) -> str | None:

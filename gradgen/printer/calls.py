@@ -205,3 +205,4 @@ _CALLS = {
     "broadcast_to": _broadcast_to,
     "broadcast_shape": _broadcast_shape,
 }
+assert set(_CALLS) == ir.CALL_FUNCTIONS  # every call of the IR prints

@@ -196,10 +196,10 @@ class TFPrinter(TensorflowPrinter):
 
     def _print_Pow(self, expr, rational=False):
         base, exp = expr.base, expr.exp
-        if base == sympy.E:
-            return f"tf.math.exp({self._arg(exp)})"
-        if exp == sympy.S.Half:
-            return f"tf.math.sqrt({self._arg(base)})"
+        if base == sympy.E:  # SymPy writes exp(x) as a power of E
+            return f"{fns.declared('exp').tf}({self._arg(exp)})"
+        if exp == sympy.S.Half:  # and sqrt(x) as x**(1/2)
+            return f"{fns.declared('sqrt').tf}({self._arg(base)})"
         if exp == -sympy.S.Half:
             return f"tf.math.rsqrt({self._arg(base)})"
         if self._prints_as_product(expr):
@@ -278,13 +278,15 @@ class TFPrinter(TensorflowPrinter):
             raise PrintError(type(expr).__name__)
         if function.arity == (1, 1):
             return f"{function.tf}({self._arg(expr.args[0])})"
-        return self._fold(function.tf, expr.args)
+        return self._fold(function.tf, expr.args, commutative=function.arity[1] is None)
 
     _print_Expr = _print_Function
     _print_Application = _print_Function
 
-    def _fold(self, name: str, args) -> str:
-        if name in ("tf.math.maximum", "tf.math.minimum"):  # tensors first, numbers last
+    def _fold(self, name: str, args, commutative: bool) -> str:
+        """``name`` applied pairwise, left to right; the arguments of a function of any
+        number of them (Max, Min: commutative) in order, tensors first, numbers last."""
+        if commutative:
             args = sorted(args, key=lambda a: (a.is_number, sympy.default_sort_key(a)))
         out = self._args(args[:2])
         out = f"{name}({out})"

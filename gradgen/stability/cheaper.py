@@ -22,7 +22,7 @@ import mpmath
 import sympy
 
 from ..functions import mul_no_nan, sigmoid
-from .audit import formats
+from . import formats
 from .guards import as_polynomial, bottom_up
 
 # The extra error a cheaper form may add, relative to the value, in units of the

@@ -27,7 +27,7 @@ import numpy as np
 import sympy
 
 from ... import ir
-from . import formats
+from .. import formats
 from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
 from .reference import Reference

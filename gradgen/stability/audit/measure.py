@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .formats import Format
+from ..formats import Format
 from .reference import FINITE
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ... import ir
 from ...functions import declarations as fns
-from .formats import Format
+from ..formats import Format
 
 # IR calls that an elementwise op's statements may contain: arithmetic, casts, and the
 # unbroadcasting of gradients (identity when every input has the same shape).

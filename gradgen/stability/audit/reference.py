@@ -34,7 +34,7 @@ from sympy.printing.pycode import MpmathPrinter
 
 from ... import ir
 from ...functions import declarations as fns
-from .formats import Format
+from ..formats import Format
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
 MAX_PREC = 1 << 14
@@ -94,8 +94,6 @@ _NAMESPACE = {
     **{cls.__name__: _bounded(f.mpmath) if f.grows else f.mpmath
        for f in fns.FUNCTIONS if f.mpmath is not None for cls in f.classes},
 }
-# Functions the mpmath printer writes as mpmath calls of the same name, lowercased.
-_PRINTED = {"Piecewise", "atan2", "asin", "acos", "atan", "asinh", "acosh", "atanh"}
 
 
 class _ReferencePrinter(MpmathPrinter):
@@ -206,7 +204,8 @@ class Reference:
         namespace = dict(_NAMESPACE)
         for f in (sympy.Tuple(*expr) if cse else expr).atoms(sympy.Function):
             name = type(f).__name__
-            if name not in namespace and name not in _PRINTED and not hasattr(mpmath, name):
+            # Piecewise: the mpmath printer writes it as a conditional expression
+            if name not in namespace and name != "Piecewise" and not hasattr(mpmath, name):
                 namespace[name] = _evalf_function(type(f))
         # lambdify's own printer settings for these modules, with powers as _pow
         printer = _ReferencePrinter({"fully_qualified_modules": False, "inline": True,

@@ -18,7 +18,7 @@ Consumes: an :class:`~gradgen.stability.audit.Audit`. Guarantees:
 from __future__ import annotations
 
 from ...errors import EXIT_VERIFY_FAILED, GradgenError
-from . import formats
+from .. import formats
 
 BIT_STEPS = (1, 2, 4, 8, 16, 32)
 

@@ -31,7 +31,7 @@ import sympy
 
 from ... import functions as fn
 from ... import ir
-from .formats import Format
+from ..formats import Format
 
 RANDOM_POINTS = 128
 # float64's exponents reach ±1022: the exact values there need mpmath at 1000-2000 bits

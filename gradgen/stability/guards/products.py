@@ -20,7 +20,8 @@ import sympy
 from sympy import S
 
 from ...functions import mul_no_nan, sigmoid
-from ..audit import formats
+from ...functions.declarations import of_class
+from .. import formats
 from .constants import SOUNDNESS_POINTS
 from .walk import as_polynomial, bottom_up, standard
 
@@ -51,17 +52,17 @@ def _decay_argument(f):
     return None
 
 
-# Functions bounded for real arguments, with a bound of their magnitude: a factor of
-# the "polynomial" side of a product that cannot make it grow.
-_BOUNDED = {sigmoid: 1, sympy.tanh: 1, sympy.sin: 1, sympy.cos: 1, sympy.erf: 1,
-            sympy.atan: 2}
+def _bound(e) -> int | None:
+    """The declared bound of ``|f|`` over the reals of the function ``e`` calls."""
+    declared = of_class(type(e))
+    return None if declared is None else declared.bound
 
 
 def _polynomial_bound(e, v):
     """A polynomial in ``t = |v|`` with coefficients of at least 1 that bounds ``|e|``
     and every value computed on the way to it (for ``t >= 1``), for ``e`` built from
     numbers, ``v``, ``+``, ``*``, positive integer powers, bounded functions
-    (:data:`_BOUNDED`, ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None. Terms
+    (a declared ``bound``: :mod:`gradgen.functions`; ``cosh(u)**-n``) and ``mul_no_nan`` of such; else None. Terms
     never cancel (``x**2 * (1 - sin(x))`` is bounded by ``2 t**2``), and a coefficient
     below 1 counts as 1: ``x**4 / 1000`` is computed as ``x*x*x*x / 1000``, which
     overflows where ``x**4`` does. A Mul's numeric factors count as the one coefficient
@@ -71,8 +72,8 @@ def _polynomial_bound(e, v):
         return sympy.Max(abs(e), 1) if e.is_real else None
     if e == v:
         return v
-    if type(e) in _BOUNDED:
-        return sympy.Integer(_BOUNDED[type(e)])
+    if isinstance(e, sympy.Function) and _bound(e) is not None:
+        return sympy.Integer(_bound(e))
     if isinstance(e, sympy.Pow) and e.exp.is_Integer:
         if e.exp < 0:
             return S.One if isinstance(e.base, sympy.cosh) else None

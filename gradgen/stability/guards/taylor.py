@@ -22,7 +22,7 @@ import sympy
 from sympy import S
 
 from ...functions import squarings
-from ..audit import formats
+from .. import formats
 from .constants import EPSILON, TAIL_TERMS
 from .walk import standard
 

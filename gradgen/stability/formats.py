@@ -1,4 +1,5 @@
-"""Floating-point formats as the audit sees them: precision, range, ordinals, rounding.
+"""Floating-point formats as the guards and the audit see them: precision, range,
+ordinals, rounding.
 
 Consumes: a TensorFlow float dtype name. Guarantees: :func:`get` returns a
 :class:`Format` that rounds float64 values to the dtype exactly as a cast does
