@@ -5,9 +5,14 @@
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import _check_input, _cofactor, _complex_det, _unbroadcast
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import _check_input, _cofactor, _complex_det, _unbroadcast
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_cofactor = _runtime._cofactor
+_complex_det = _runtime._complex_det
+_unbroadcast = _runtime._unbroadcast
 
 
 def holomorphic(z, w):

@@ -7,9 +7,14 @@ import math
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import _check_input, _fused_kernels, _hypot, _unbroadcast
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import _check_input, _fused_kernels, _hypot, _unbroadcast
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_fused_kernels = _runtime._fused_kernels
+_hypot = _runtime._hypot
+_unbroadcast = _runtime._unbroadcast
 
 
 def softplus(x):

@@ -5,21 +5,15 @@
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _cofactor,
-        _logabsdet,
-        _unbroadcast,
-    )
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _cofactor,
-        _logabsdet,
-        _unbroadcast,
-    )
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_check_named_dims = _runtime._check_named_dims
+_cofactor = _runtime._cofactor
+_logabsdet = _runtime._logabsdet
+_unbroadcast = _runtime._unbroadcast
 
 
 def sandwich(A, X, B):

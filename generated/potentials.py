@@ -5,19 +5,14 @@
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _common_dtype,
-        _unbroadcast,
-    )
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _common_dtype,
-        _unbroadcast,
-    )
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_check_named_dims = _runtime._check_named_dims
+_common_dtype = _runtime._common_dtype
+_unbroadcast = _runtime._unbroadcast
 
 
 def lennard_jones(r, sigma, eps):

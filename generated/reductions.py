@@ -5,27 +5,18 @@
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _extremum_grad,
-        _log_softmax,
-        _log_softmax_grad,
-        _reduce_logsumexp,
-        _softmax,
-        _softmax_grad,
-    )
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import (
-        _check_input,
-        _check_named_dims,
-        _extremum_grad,
-        _log_softmax,
-        _log_softmax_grad,
-        _reduce_logsumexp,
-        _softmax,
-        _softmax_grad,
-    )
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_check_named_dims = _runtime._check_named_dims
+_extremum_grad = _runtime._extremum_grad
+_log_softmax = _runtime._log_softmax
+_log_softmax_grad = _runtime._log_softmax_grad
+_reduce_logsumexp = _runtime._reduce_logsumexp
+_softmax = _runtime._softmax
+_softmax_grad = _runtime._softmax_grad
 
 
 def softmax_cross_entropy(labels, logits):

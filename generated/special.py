@@ -7,23 +7,16 @@ import math
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import (
-        _check_input,
-        _cofactor,
-        _erfcx,
-        _hypot,
-        _log_erfc,
-        _unbroadcast,
-    )
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import (
-        _check_input,
-        _cofactor,
-        _erfcx,
-        _hypot,
-        _log_erfc,
-        _unbroadcast,
-    )
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_cofactor = _runtime._cofactor
+_erfcx = _runtime._erfcx
+_hypot = _runtime._hypot
+_log_erfc = _runtime._log_erfc
+_unbroadcast = _runtime._unbroadcast
 
 
 def one_minus_erf(u):

@@ -7,23 +7,16 @@ import math
 import tensorflow as tf
 
 if __package__:  # part of a package (import generated.ops): the runtime beside it
-    from ._gradgen_runtime import (
-        _check_input,
-        _hypot,
-        _log1mexp,
-        _logcosh,
-        _logsumexp,
-        _unbroadcast,
-    )
+    from . import _gradgen_runtime as _runtime
 else:  # imported as a top-level module, its folder on sys.path
-    from _gradgen_runtime import (
-        _check_input,
-        _hypot,
-        _log1mexp,
-        _logcosh,
-        _logsumexp,
-        _unbroadcast,
-    )
+    import _gradgen_runtime as _runtime
+
+_check_input = _runtime._check_input
+_hypot = _runtime._hypot
+_log1mexp = _runtime._log1mexp
+_logcosh = _runtime._logcosh
+_logsumexp = _runtime._logsumexp
+_unbroadcast = _runtime._unbroadcast
 
 
 def softplus_naive(x):

@@ -3,8 +3,8 @@
 Receives: the path of a generated module (or of any module in an output folder), or a
 generated module's text with its runtime's text. Returns: the imported module.
 
-A generated module imports its helpers with ``from ._gradgen_runtime import ...`` when
-it is part of a package, so each is imported here as a submodule of a package made for
+A generated module imports its runtime with ``from . import _gradgen_runtime`` when it
+is part of a package, so each is imported here as a submodule of a package made for
 its folder: :func:`load_file` names that package after the folder's real path, so two
 output folders never share a runtime, however many one process imports (a test suite
 builds into many). The emitted tests (``templates/test_module.py.j2``) carry the same

@@ -213,7 +213,7 @@ def render_module(meta: ModuleMeta, ops: list) -> str:
         spec_sha256=meta.spec_sha256,
         docstring=docstring_literal("\n".join(_prose(doc, LINE_LENGTH))),
         uses_math=any(v.uses_math for v in ops),
-        imports=", ".join(runtime.helper(h) for h in imports),
+        imports=[runtime.helper(h) for h in imports],
         ops=[_op_view(v.module) for v in ops],
     )
 

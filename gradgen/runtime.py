@@ -135,8 +135,11 @@ MAX_PREAMBLE = 2 << 20
 
 
 def imported_names(source: str) -> set[str]:
-    """The names ``source`` (a generated module) imports from the runtime module, as
-    ``from ._gradgen_runtime import ...`` or ``from _gradgen_runtime import ...``.
+    """The names ``source`` (a generated module) takes from the runtime module: each
+    ``name = _runtime.name`` after ``from . import _gradgen_runtime as _runtime`` (or
+    ``import _gradgen_runtime as _runtime``), as gradgen writes them, and the names of
+    ``from ._gradgen_runtime import ...`` or ``from _gradgen_runtime import ...`` (the
+    form of earlier builds, which a folder may still hold).
 
     Only what comes before the first top-level ``def``, ``class`` or decorator is read
     (a generated module imports its helpers there), with :mod:`tokenize` and
@@ -149,11 +152,35 @@ def imported_names(source: str) -> set[str]:
         tree = ast.parse(preamble)
     except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
         return set()
+    nodes = list(ast.walk(tree))
     return {
         alias.name
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.ImportFrom) and node.module == MODULE and node.level <= 1
         for alias in node.names
+    } | _bound_names(nodes)
+
+
+def _bound_names(nodes) -> set[str]:
+    """The ``name`` of each ``name = <alias>.name`` among ``nodes``, where ``<alias>`` is
+    what the runtime module was imported as (``from . import _gradgen_runtime as
+    <alias>`` or ``import _gradgen_runtime as <alias>``)."""
+    aliases = {
+        alias.asname or alias.name
+        for node in nodes
+        if (isinstance(node, ast.ImportFrom) and node.module is None and node.level == 1)
+        or isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == MODULE
+    }
+    return {
+        node.value.attr
+        for node in nodes
+        if isinstance(node, ast.Assign) and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name) and node.value.value.id in aliases
+        and node.targets[0].id == node.value.attr
     }
 
 

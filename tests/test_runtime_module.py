@@ -88,6 +88,33 @@ def test_every_module_reaches_its_first_op_within_40_lines():
         assert "__all__ = [" in "\n".join(lines[-60:])  # at the end, after the ops
 
 
+def first_op_line(text: str) -> int:
+    lines = text.splitlines()
+    return next(i for i, line in enumerate(lines, 1) if re.match(r"def [a-z]", line))
+
+
+def test_a_module_using_every_helper_reaches_its_first_op_within_40_lines():
+    # each helper costs one line (`_name = _runtime._name`), so even a module calling
+    # every declared helper, with math imported and a one-line docstring, stays in 40
+    from dataclasses import replace
+
+    from gradgen.formatter import format_source
+    from gradgen.pipeline import derive_op
+    from gradgen.render import ModuleMeta, render_module
+    from gradgen.spec import parse_spec
+    from gradgen.views import op_views
+
+    doc = parse_spec(PROD.encode(), "prod.yaml")
+    views = replace(op_views(derive_op(doc, 0)), uses_math=True,
+                    helpers=tuple(h.name for h in runtime.HELPERS))
+    meta = ModuleMeta("prod", "A module docstring as long as one line can be: " +
+                      "word " * 6, "prod.yaml", "0" * 64, "1.0")
+    text = format_source(render_module(meta, [views]))
+    assert all(f"\n{h.name} = _runtime.{h.name}\n" in text for h in runtime.HELPERS)
+    assert '"""\n\nimport math\n' in text and len(text.splitlines()[2]) > 70
+    assert first_op_line(text) <= 40, text[:3000]
+
+
 def test_two_specs_in_one_folder_share_one_runtime(folder):
     result = build(folder, "lse.yaml", "prod.yaml", "-o", "out", "-v")
     assert f"wrote out/{RUNTIME}" in result.stdout
@@ -96,8 +123,9 @@ def test_two_specs_in_one_folder_share_one_runtime(folder):
                                                                      "prod.py"]
     for module in ("lse.py", "prod.py"):
         text = (folder / "out" / module).read_text()
-        assert "    from ._gradgen_runtime import _check_input" in text
-        assert "    from _gradgen_runtime import _check_input" in text
+        assert "    from . import _gradgen_runtime as _runtime\n" in text
+        assert "    import _gradgen_runtime as _runtime\n" in text
+        assert "\n_check_input = _runtime._check_input\n" in text
 
 
 def test_building_one_spec_keeps_the_other_modules_of_the_folder_working(folder, tf):
@@ -205,8 +233,8 @@ def test_a_runtime_without_the_header_is_never_replaced(folder):
 def test_a_module_importing_an_unknown_helper_stops_the_build(folder):
     build(folder, "lse.yaml", "prod.yaml", "-o", "out")
     module = folder / "out" / "lse.py"
-    module.write_text(module.read_text().replace("import _check_input",
-                                                 "import _gone, _check_input", 1))
+    module.write_text(module.read_text().replace("\n_check_input =",
+                                                 "\n_gone = _runtime._gone\n_check_input =", 1))
     before = {p.name: p.read_bytes() for p in (folder / "out").iterdir()}
     for command in ("build", "check"):
         result = invoke(folder, command, "prod.yaml", "-o", "out")
@@ -224,6 +252,17 @@ def test_imported_names_reads_the_import_without_running_the_module():
         "from other import _c\nfrom .x._gradgen_runtime import _d\n"
     )
     assert runtime.imported_names(text) == {"_a", "_b"}
+    # as gradgen writes it: the module once, then a name per line
+    bound = (
+        "if __package__:\n    from . import _gradgen_runtime as _runtime\n"
+        "else:\n    import _gradgen_runtime as _runtime\n"
+        "_a = _runtime._a\n_b = _runtime._b\n"
+        "_c = other._c\n_d = _runtime._e\n_f, _g = _runtime._f, _runtime._g\n"
+        "from . import other as _rt\n_h = _rt._h\n"
+    )
+    assert runtime.imported_names(bound) == {"_a", "_b"}
+    assert runtime.imported_names(
+        "import _gradgen_runtime\n_a = _gradgen_runtime._a\n") == {"_a"}
     assert runtime.imported_names("def (") == set()
     # only what precedes the first definition is read, strings understood as strings
     doc = '"""A doc.\ndef f\n"""\nfrom _gradgen_runtime import _a\ndef g():\n    pass\n'
