@@ -973,7 +973,8 @@ def test_sampler_thresholds_integers_and_sizes(tmp_path):
           output: x * k
     """)
     branches, counts = _op(path, "branches"), _op(path, "counts")
-    assert sampling.thresholds(branches) == [-3.0, -0.25, 0.25, 3.0]
+    # 0: |x|'s declared singular point (its kink)
+    assert sampling.thresholds(branches) == [-3.0, -0.25, 0.0, 0.25, 3.0]
     points = sampling.sample(branches, F32, "seed")
     assert len(points["x"]) == len(points["y"]) == sampling.MAX_EDGE_POINTS + 128
     assert len(sampling.sample(branches, formats.get("float64"), "seed")["x"]) == (
@@ -1768,3 +1769,30 @@ def test_mirror_logic_and_comparison_stand_ins():
     assert m.is_inf(np.array([1.0, -np.inf, np.nan])).tolist() == [False, True, False]
     for name in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool"):
         assert getattr(tf_, name) == name
+
+
+def test_audit_samples_declared_singular_points_and_domain_ends(tmp_path):
+    """The accuracy audit's edge points include where a function's argument, linear in
+    one input, reaches a declared singular point or an end of the declared domain."""
+    path = _spec(tmp_path, """
+        - name: shifted
+          inputs: {x: [null]}
+          output: log(x - 3) + x
+    """)
+    op = _op(path, "shifted")
+    assert 3.0 in sampling.thresholds(op)
+    assert {3.0, 3.0 + 2**-22} <= set(sampling.sample(op, F32, "seed")["x"][:80])
+    from gradgen.functions import log1p
+    from gradgen.stability.audit.sample import declared_points
+
+    x, y = sympy.Symbol("x", real=True), sympy.Symbol("y", real=True)
+    names = {"x", "y"}
+    assert declared_points(log1p(x) + sympy.log(y - 2), names) == {-1.0, 2.0}
+    assert declared_points(sympy.tan(2 * x), names) == {-math.pi / 4, math.pi / 4}
+    assert declared_points(sympy.asin(x / 2) + sympy.acosh(3 - y), names) == {
+        -2.0, 2.0}
+    # not linear in one input, or not an input: no point
+    z = sympy.Symbol("z", real=True)
+    for expr in (sympy.log(x**2 + 1), sympy.log(x * y), sympy.log(x + y), sympy.log(z),
+                 sympy.sin(x), sympy.exp(x)):
+        assert declared_points(expr, names) == set(), expr

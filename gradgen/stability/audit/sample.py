@@ -7,7 +7,9 @@ subnormal where the format flushes them), all vectors of one length:
 
 * **edge points** first: 0, ±1, ±2, ±0.5, ± the smallest normal number, ± the largest
   finite number, and each threshold ``c`` that a condition of the forward as written or
-  of the generated code compares an input (or ``|input|``) with, together with its
+  of the generated code compares an input (or ``|input|``) with, or where a function of
+  the forward as written reaches a declared singular point or an end of its real domain
+  (:mod:`gradgen.functions`: ``log1p(x)`` at -1, ``log(x - 2)`` at 2), together with its
   neighbours one ulp below and above (the guard's switch point ±1 ulp); with several
   inputs, each edge value is combined with the others' edge values along five shifted
   diagonals (so ``(0, 0)``, ``(0, 1)``, ``(1, 0)``... occur), at most
@@ -31,6 +33,7 @@ import sympy
 
 from ... import functions as fn
 from ... import ir
+from ...functions.declarations import of_class
 from ..formats import Format
 
 RANDOM_POINTS = 128
@@ -51,7 +54,9 @@ def rng_for(seed_text: str) -> np.random.Generator:
 
 def thresholds(op: ir.OpIR) -> list[float]:
     """Numbers an input (or its absolute value) is compared with in a condition of the
-    forward as written or of the generated statements, sorted."""
+    forward as written or of the generated statements, and the input values where a
+    function of the forward as written reaches a singular point or an end of its domain
+    (:func:`declared_points`), sorted."""
     names = {i.name for i in op.inputs}
     found: set[float] = set()
     for stmt in op.reference + op.forward + op.recomputed + op.backward:
@@ -65,7 +70,35 @@ def thresholds(op: ir.OpIR) -> list[float]:
                     value = _number(other)
                     if isinstance(side, sympy.Symbol) and side.name in names and value is not None:
                         found.update((value, -value))
+    for stmt in op.reference:  # the forward as written: the functions the user wrote
+        for expr in ir.value_exprs(stmt.value):
+            if isinstance(expr, sympy.Basic):
+                found.update(declared_points(expr, names))
     return sorted(found)
+
+
+def declared_points(expr, names) -> set[float]:
+    """The values of an input where a function in ``expr`` reaches one of its declared
+    singular points or a finite end of its declared real domain
+    (:class:`gradgen.functions.Function`'s ``singular`` and ``domain``), for each
+    argument that is ``a*v + b`` in one input ``v`` of ``names`` (numbers ``a != 0``,
+    ``b``): ``(s - b) / a``. Where the function changes its nature, as Herbie samples
+    where the exact value does."""
+    found: set[float] = set()
+    for f in expr.atoms(sympy.Function):
+        declared = of_class(type(f))
+        if declared is None or not f.args:
+            continue
+        ends = (declared.domain.inf, declared.domain.sup)
+        points = [*declared.singular, *(e for e in ends if e.is_finite)]
+        arg = f.args[0]
+        (v, *others) = sorted(arg.free_symbols, key=sympy.default_sort_key) or [None]
+        if not points or v is None or others or v.name not in names:
+            continue
+        a, b = arg.diff(v), arg.subs(v, 0)
+        if a.is_number and b.is_number and a.is_real and a != 0 and b.is_real:
+            found.update(float((s - b) / a) for s in points)
+    return found
 
 
 def _number(expr) -> float | None:
