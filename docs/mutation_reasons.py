@@ -55,6 +55,15 @@ REASONS = [
      "every block cancels"),
     (r"outputs.*_write_all", r"umask\(1\)",
      "equivalent: the value stands only between reading the umask and restoring it"),
+    (r"outputs.*(read_header|staying_imports)",
+     r"read_bounded\(path, MAX_OUTPUT_BYTES, (None|\"XXgenerated fileXX\"|\"GENERATED FILE\")?\)",
+     "equivalent: the name only words a FileRefused's message, which except OSError "
+     "discards"),
+    (r"outputs.*read_header", r"split\(b\"\\n\", (2)?\)\[0\]",
+     "equivalent: only the part before the first newline is used"),
+    (r"outputs.*_trailer", r"default=-2\)|match\.start\(\) >= last_def",
+     "equivalent: a match starts at 0 or later, and __all__ and a def never start at "
+     "the same offset"),
     # ------------------------------------------------------------------ derive
     (r"derive\.context.*Derivation.*symbol", r"kind = |Symbol\(name, \)",
      "equivalent: the gradient function's own symbols (cotangents, targets) only "
@@ -179,7 +188,7 @@ REASONS = [
     (r"audit\.mirror.*_refine", r"finite = np\.isfinite\(c\)",
      "equivalent: where C's value is NaN or inf at finite arguments, mpmath's is "
      "complex, raises, or rounds to the same inf, so refining there changes nothing"),
-    (r"audit\.formats.*(ordinal|_round_bfloat16)", r"dtype=None|astype\(None\)|, \)",
+    (r"stability\.formats.*(ordinal|_round_bfloat16)", r"dtype=None|astype\(None\)|, \)",
      "equivalent: the array already has that dtype here (the callers convert it), and "
      "the bit view converts back"),
     (r"audit\.measure.*compare", r"dtype=None|astype\(None\)|np\.asarray\(got, \)",
@@ -211,7 +220,7 @@ REASONS = [
     (r"audit\.mirror.*_TF.*__init__", r'"is_inf": lambda x: None',
      "not detected: _logsumexp's maximum is inf only where an operand overflows at a "
      "finite input (2*x near the largest float); no audited test op has one"),
-    (r"audit\.formats.*_magnitude_bits", r"astype\(None\)",
+    (r"stability\.formats.*_magnitude_bits", r"astype\(None\)",
      "equivalent: bfloat16 bit patterns (below 2**16) are exact in float64, and "
      "ordinals are only subtracted and compared"),
     (r"audit\.reference.*_classify", r"abs\([ab]\) >= limit",
@@ -222,12 +231,12 @@ REASONS = [
     (r"audit\.x_audit_op", r"round\(worst_bits, None\)",
      "not detected: explain would show the worst error rounded to a whole bit; the "
      "explain text is tested from hand-built audits"),
-    (r"audit\.formats.*_round_bfloat16", r"np\.isnan\(a\), None",
+    (r"stability\.formats.*_round_bfloat16", r"np\.isnan\(a\), None",
      "equivalent: a NaN stays a NaN (None casts to float32's NaN); only its payload, "
      "which nothing reads, differs"),
-    (r"audit\.formats.*neighbours", r"v\[0\] >= 0",
+    (r"stability\.formats.*neighbours", r"v\[0\] >= 0",
      "unreachable: bfloat16 (the emulated format) flushes, so its 0 returned above"),
-    (r"audit\.(formats|mirror).*", r"errstate\(",
+    (r"(stability\.formats|audit\.mirror).*", r"errstate\(",
      "equivalent: NumPy then warns on overflow or an invalid value, and computes the "
      "same result"),
     (r"audit\.mirror.*_kernel", r"dtype=None\) for a in args|np\.array\(special\(\*values\), \)",
@@ -269,7 +278,7 @@ REASONS = [
      "deterministically from the forward as written (the points drawn differ, and "
      "generated/'s docstrings with them: gradgen check, outside this selection, "
      "catches that; the audit's guarantees do not change)"),
-    (r"audit\.formats.*round", r"a\.astype\(None\)",
+    (r"stability\.formats.*round", r"a\.astype\(None\)",
      "equivalent: _round_bfloat16 converts to float32 itself (float64 values of "
      "float32 are exact)"),
     (r"audit\.mirror.*_TF.*_t__", r"dtype=None\)|np\.asarray\(x, \)",

@@ -1,5 +1,7 @@
 """Check mode without generating anything: gradgen.outputs compares a {path: text} map
-with a folder (plan, changed_ops, read_header) and writes it (apply, write_files).
+with a folder (plan, plan_build, changed_ops, read_header), writes it (apply, apply_all,
+write_files), finds the stale temporaries of killed builds, and reads what the modules
+a build leaves in a folder import from its runtime (staying_imports).
 
 Generated files are written by hand here, so each case shows exactly what is compared.
 """
@@ -8,20 +10,31 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from gradgen import outputs
 from gradgen.errors import OutputError, UsageError
 from gradgen.outputs import (
+    TESTS_GLOB,
     FileStatus,
+    Output,
+    _running,
     apply,
+    apply_all,
     changed_helpers,
     changed_ops,
     plan,
+    plan_build,
     read_header,
+    refuse_foreign_files,
+    stale_temporaries,
+    staying_imports,
     write_files,
 )
+from gradgen.runtime import FILE as RUNTIME
 
 
 def module(spec: str = "../specs/a.yaml", ops: dict | None = None, preamble: str = "") -> str:
@@ -91,6 +104,8 @@ def test_read_header_of_what_is_not_a_readable_file(tmp_path):
         (module(), module().replace("return _f_vjp(x)", "return _f_vjp(-x)"), ("f",)),
         ("x = 1\n", "x = 2\n", ()),  # no defs at all, a difference past line 2
         ("# a\n\nx = 1\n", "# a\n\nx = 2\n", ("(module)",)),
+        # no def: an __all__ anywhere, even on the first line, is the module's trailer
+        ("__all__ = ['f']\n", "__all__ = ['g']\n", ("(module)",)),
     ],
 )
 def test_changed_ops(old, new, ops):
@@ -120,11 +135,25 @@ def runtime_module(helpers: dict) -> str:
      ("_hypot",)),  # removed
     ({"_check_input": "return x", "_own": "return x"}, {"_check_input": "return x"},
      ("_own",)),  # a helper gradgen does not declare
+    ({"_own": "return x"}, {"_own": "return x"}, ()),  # one it does not declare, the same
 ])
 def test_changed_helpers(old, new, names):
     assert changed_helpers(runtime_module(old), runtime_module(new)) == names
     edited = runtime_module(new).replace("import tensorflow as tf", "import numpy")
     assert changed_helpers(runtime_module(old), edited) == names + ("(module)",)
+
+
+def test_changed_helpers_of_a_runtime_without_helpers():
+    # no "# _name: " comment at all: everything after the header line is the module
+    assert changed_helpers("# h\nx = 1\n", "# h\nx = 2\n") == ("(module)",)
+    assert changed_helpers("# h\nx = 1\n", "# other h\nx = 1\n") == ()
+
+
+def test_plan_compares_the_runtime_module_helper_by_helper(tmp_path):
+    (tmp_path / RUNTIME).write_text(runtime_module({"_hypot": "return x"}))
+    new = runtime_module({"_hypot": "return -x"})
+    (status,) = plan({RUNTIME: new}, str(tmp_path), [])
+    assert (status.state, status.ops) == ("changed", ("_hypot",))
 
 
 def test_changed_ops_names_helpers_as_the_module():
@@ -348,3 +377,330 @@ def test_apply_writes_temporary_files_in_the_output_folder(tmp_path, monkeypatch
     # interrupted write whose process is gone (with the header, see stale_temporaries)
     assert re.fullmatch(rf"\.m\.py\.{os.getpid()}\.[a-z0-9_]{{8}}\.tmp", name), name
     assert sorted(os.listdir(tmp_path)) == ["m.py"]
+
+
+def test_plan_refuses_an_output_that_is_not_a_regular_file(tmp_path):
+    (tmp_path / "m.py").mkdir()
+    with pytest.raises(UsageError) as info:
+        plan({"m.py": "x = 1\n"}, str(tmp_path), [])
+    assert str(info.value) == (f"output file {tmp_path / 'm.py'} is not a regular file; "
+                               "gradgen does not replace it")
+
+
+def test_plan_says_why_it_cannot_read_an_output_file(tmp_path, monkeypatch):
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def refuse(path, limit, what="file"):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(outputs, "read_bounded", refuse)
+    with pytest.raises(OutputError) as info:
+        plan({"m.py": "x = 2\n"}, str(tmp_path), [])
+    assert str(info.value) == f"cannot read {tmp_path / 'm.py'}: Permission denied"
+
+
+def test_plan_finds_a_runtime_module_as_an_orphan(tmp_path):
+    """A runtime the build does not write (no module needs it) is an orphan."""
+    (tmp_path / RUNTIME).write_text(runtime_module({"_hypot": "return x"}))
+    (status,) = plan({}, str(tmp_path), [])
+    assert (status.path, status.state, status.ops) == (
+        RUNTIME, "orphaned", ("no generated module in this folder imports from it",))
+
+
+def test_refuse_foreign_files_checks_only_where_the_build_writes(tmp_path):
+    """A file without the header where a changed or missing file goes (one that appeared
+    after plan called it missing too) is refused; other states write nothing there."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    for state in ("unchanged", "orphaned", "temporary"):
+        refuse_foreign_files([Output(str(tmp_path), [FileStatus("m.py", state)], {})])
+    for state in ("changed", "missing"):
+        statuses = [FileStatus("m.py", state)]
+        with pytest.raises(UsageError, match="m.py exists and was not generated by gradgen"):
+            refuse_foreign_files([Output(str(tmp_path), [], {}),
+                                  Output(str(tmp_path), statuses, {"m.py": module()})])
+
+
+# ------------------------------------------------------------ interrupted builds
+
+DEAD = 2**22 + 12345  # above the largest pid_max (2**22): never a running process
+HEADER = "# Code generated by gradgen 1.0 from a.yaml. DO NOT EDIT.\n"
+RUNTIME_HEADER = (
+    "# Code generated by gradgen 1.0: runtime of this folder's modules. DO NOT EDIT.\n")
+
+
+def test_running_for_this_process_and_for_pids_no_process_holds():
+    assert _running(os.getpid()) is True
+    assert _running(DEAD) is False
+    assert _running(2**70) is False  # no pid at all (os.kill: OverflowError)
+
+
+@pytest.mark.parametrize("raised, running", [
+    (None, True),
+    (PermissionError, True),  # a process of another user holds the pid
+    (ProcessLookupError, False),
+    (OverflowError, False),
+    (ValueError, False),
+])
+def test_running_only_asks_whether_the_pid_exists(monkeypatch, raised, running):
+    """os.kill with signal 0 sends nothing: it only says whether the pid is held."""
+    calls = []
+
+    def kill(pid, signal):
+        calls.append((pid, signal))
+        if raised:
+            raise raised()
+
+    monkeypatch.setattr(os, "kill", kill)
+    assert _running(DEAD) is running
+    assert calls == [(DEAD, 0)]
+
+
+def test_stale_temporaries_are_gradgen_s_own_of_builds_no_longer_running(tmp_path):
+    """Only a regular file named .<file gradgen writes>.<pid>.<8 characters>.tmp that
+    starts with a generated header (a module's or the runtime's), of a pid no process
+    holds, is a stale temporary; anything else is left alone."""
+    stale = {f".m.py.{DEAD}.abcd1234.tmp": DEAD,
+             f"._gradgen_runtime.py.{DEAD + 1}.ef_h5678.tmp": DEAD + 1}
+    (tmp_path / f".m.py.{DEAD}.abcd1234.tmp").write_text(HEADER + "x = 1\n")
+    (tmp_path / f"._gradgen_runtime.py.{DEAD + 1}.ef_h5678.tmp").write_text(RUNTIME_HEADER)
+    for name, text in {
+        f".m.py.{os.getpid()}.abcd1234.tmp": HEADER,  # a running build's
+        f".m.py.{DEAD}.efgh5678.tmp": "x = 1\n",  # no header
+        f".notes.txt.{DEAD}.abcd1234.tmp": HEADER,  # not a file gradgen writes
+        f".m.py.0{DEAD}.abcd1234.tmp": HEADER,  # not a pid
+        f".m.py.{DEAD}.abcd123.tmp": HEADER,  # not mkstemp's 8 characters
+        f"m.py.{DEAD}.abcd1234.tmp": HEADER,  # not hidden
+        "m.py": HEADER,
+    }.items():
+        (tmp_path / name).write_text(text)
+    os.symlink("m.py", tmp_path / f".m.py.{DEAD}.link5678.tmp")  # a link: never gradgen's
+    (tmp_path / f".n.py.{DEAD}.dir_5678.tmp").mkdir()
+    assert stale_temporaries(tmp_path) == sorted(stale.items())
+    assert stale_temporaries(tmp_path / "nowhere") == []
+
+
+def test_plan_reports_stale_temporaries_unless_told_not_to(tmp_path):
+    name = f".m.py.{DEAD}.abcd1234.tmp"
+    (tmp_path / name).write_text(HEADER)
+    assert plan({}, str(tmp_path), []) == [FileStatus(name, "temporary", "", (
+        f"left by a build that was killed (pid {DEAD}); build removes it",))]
+    assert plan({}, str(tmp_path), [], temporaries=False) == []
+
+
+def test_apply_removes_stale_temporaries_that_are_still_gradgen_s(tmp_path):
+    stale, rewritten = (tmp_path / f".m.py.{DEAD}.{x}.tmp" for x in ("abcd1234", "efgh5678"))
+    stale.write_text(HEADER)
+    rewritten.write_text(HEADER)
+    files = {"m.py": HEADER}
+    statuses = plan(files, str(tmp_path), [])
+    assert [s.state for s in statuses] == ["missing", "temporary", "temporary"]
+    rewritten.write_text("my notes\n")  # since the plan: no longer gradgen's
+    apply(statuses, files, str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == [rewritten.name, "m.py"]
+    apply(statuses, files, str(tmp_path))  # a temporary already gone is no error
+
+
+def test_apply_deletes_a_temporary_only_where_the_plan_says_temporary(tmp_path):
+    name = f".m.py.{DEAD}.abcd1234.tmp"
+    (tmp_path / name).write_text(HEADER)
+    apply_all([Output(str(tmp_path), [FileStatus(name, "orphaned")], {})])  # no prune
+    apply_all([Output(str(tmp_path), [FileStatus(name, "unchanged")], {})])
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_apply_says_which_file_it_cannot_remove(tmp_path, monkeypatch):
+    stale = tmp_path / f".m.py.{DEAD}.abcd1234.tmp"
+    stale.write_text(HEADER)
+    statuses = plan({}, str(tmp_path), [])
+
+    def unlink(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    with pytest.raises(OutputError) as info:
+        apply(statuses, {}, str(tmp_path))
+    assert str(info.value) == f"cannot remove {stale}: Permission denied"
+
+
+def test_apply_says_why_it_cannot_create_the_folder(tmp_path, monkeypatch):
+    def mkdir(self, mode=0o777, parents=False, exist_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(OutputError) as info:
+        apply([], {}, str(tmp_path / "out"))
+    assert str(info.value) == f"cannot create output folder {tmp_path / 'out'}: Permission denied"
+
+
+def test_a_failed_temporary_write_names_its_target_and_leaves_nothing(tmp_path, monkeypatch):
+    files = {"a.py": "a = 1\n", "b.py": "b = 1\n"}
+    mkstemp = tempfile.mkstemp
+
+    def failing(*args, **kwargs):
+        if kwargs["prefix"].startswith(".b.py."):
+            raise OSError(28, "No space left on device")
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", failing)
+    with pytest.raises(OutputError) as info:
+        apply(plan(files, str(tmp_path), []), files, str(tmp_path))
+    assert str(info.value) == (f"cannot write {tmp_path / 'b.py'}: No space left on device; "
+                               "no output file changed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_rename_says_how_many_files_were_replaced(tmp_path, monkeypatch):
+    files = {"a.py": "a = 1\n", "b.py": "b = 1\n", "c.py": "c = 1\n"}
+    replace = os.replace
+
+    def failing(src, dst):
+        if Path(dst).name == "c.py":
+            raise OSError(28, "No space left on device")
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(OutputError) as info:
+        apply(plan(files, str(tmp_path), []), files, str(tmp_path))
+    assert str(info.value) == (f"cannot write {tmp_path / 'c.py'}: No space left on device; "
+                               "2 of 3 files were replaced before it failed")
+    assert sorted(os.listdir(tmp_path)) == ["a.py", "b.py"]
+
+
+# ------------------------------------------------------- what a build leaves in a folder
+
+
+def importing(spec: str, *names: str, earlier: bool = False) -> str:
+    """A generated-looking module that imports ``names`` from the runtime, as gradgen
+    writes it (or, ``earlier``, as earlier builds did)."""
+    text = f"# Code generated by gradgen 1.0 from {spec}. DO NOT EDIT.\n\n"
+    if earlier:
+        text += f"from ._gradgen_runtime import {', '.join(names)}\n"
+    else:
+        text += ("if __package__:\n    from . import _gradgen_runtime as _runtime\n"
+                 "else:\n    import _gradgen_runtime as _runtime\n\n")
+        text += "".join(f"{name} = _runtime.{name}\n" for name in names)
+    return text + "\n\ndef f(x):\n    return x\n"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """specs/a.yaml (built), specs/b.yaml (not built), and out/ holding what earlier
+    builds left: modules of both specs, of a removed spec, and files that are not
+    generated modules."""
+    specs, out = tmp_path / "specs", tmp_path / "out"
+    specs.mkdir()
+    out.mkdir()
+    for name in ("a", "b"):
+        (specs / f"{name}.yaml").write_text("version: 1\n")
+    (out / RUNTIME).write_text(RUNTIME_HEADER + "from x import _a\n_b = _runtime._b\n")
+    (out / "a.py").write_text(importing("../specs/a.yaml", "_check_input"))  # rebuilt
+    (out / "a_old.py").write_text(importing("../specs/a.yaml", "_erfcx"))  # an orphan
+    # not valid UTF-8 past the imports: read with a replacement character
+    (out / "b.py").write_bytes(importing("../specs/b.yaml", "_check_input", "_hypot")
+                               .encode() + b"# \xff\n")
+    (out / "gone.py").write_text(importing("../specs/gone.yaml", "_logcosh"))  # orphan
+    (out / "mine.py").write_text("from _gradgen_runtime import _mine\n")  # no header
+    (out / "notes.txt").write_text(importing("../specs/b.yaml", "_notes"))  # not a module
+    (out / "old.py").write_text(importing("../specs/b.yaml", "_erfcx", "_unbroadcast",
+                                          earlier=True))
+    return tmp_path
+
+
+def test_staying_imports_reads_the_modules_a_build_leaves(folder):
+    out, spec = folder / "out", str(folder / "specs" / "a.yaml")
+    staying = {
+        "a_old.py": {"_erfcx"},
+        "b.py": {"_check_input", "_hypot"},
+        "gone.py": {"_logcosh"},
+        "old.py": {"_erfcx", "_unbroadcast"},
+    }
+    assert staying_imports(str(out), {"a.py"}, [spec]) == [
+        (out / name, names) for name, names in staying.items()]
+    # with prune, the build deletes the orphans: they need no runtime
+    assert staying_imports(str(out), {"a.py"}, [spec], prune=True) == [
+        (out / name, staying[name]) for name in ("b.py", "old.py")]
+    assert staying_imports(str(folder / "nowhere"), set(), [spec]) == []
+
+
+def test_staying_imports_skips_a_module_it_cannot_read(tmp_path, monkeypatch):
+    """A module that stops being a readable file after its header was read (here it
+    becomes a folder) imports nothing; the modules after it are still read."""
+    (tmp_path / "a.py").write_text(importing("a.yaml", "_erfcx"))
+    (tmp_path / "b.py").write_text(importing("b.yaml", "_hypot"))
+    read_header_now = outputs.read_header
+
+    def racing(path):
+        header = read_header_now(path)
+        if path.name == "a.py":
+            path.unlink()
+            path.mkdir()
+        return header
+
+    monkeypatch.setattr(outputs, "read_header", racing)
+    assert staying_imports(str(tmp_path), set(), []) == [(tmp_path / "b.py", {"_hypot"})]
+
+
+def test_plan_build_of_an_output_folder(folder):
+    out, spec = str(folder / "out"), str(folder / "specs" / "a.yaml")
+    (folder / "out" / f".a.py.{DEAD}.abcd1234.tmp").write_text(HEADER)
+    files = {"a.py": importing("../specs/a.yaml", "_check_input"), "c.py": module()}
+    statuses = plan(files, out, [spec])
+    assert [(s.path, s.state) for s in statuses] == [
+        ("a.py", "unchanged"), ("c.py", "missing"), (f".a.py.{DEAD}.abcd1234.tmp", "temporary"),
+        (RUNTIME, "orphaned"), ("a_old.py", "orphaned"), ("gone.py", "orphaned")]
+    assert plan_build(out, files, [spec]) == [Output(out, statuses, files, False)]
+    assert plan_build(out, files, [spec], "", {}, prune=True) == [
+        Output(out, statuses, files, True)]
+
+
+def test_plan_build_with_a_separate_tests_folder(folder):
+    """Tests emitted into another folder: there, emitted tests whose spec was removed
+    are orphans (other generated files are not its build's), and its stale temporaries
+    are reported; tests an earlier build emitted into the output folder are orphans."""
+    out, tests, spec = folder / "out", folder / "tests", str(folder / "specs" / "a.yaml")
+    tests.mkdir()
+    (out / "test_a_gradients.py").write_text(module(spec="../specs/a.yaml"))
+    (tests / "test_gone_gradients.py").write_text(module(spec="../specs/gone.yaml"))
+    (tests / "helper.py").write_text(module(spec="../specs/gone.yaml"))
+    (tests / f".test_a_gradients.py.{DEAD}.abcd1234.tmp").write_text(HEADER)
+    files = {"a.py": importing("../specs/a.yaml", "_check_input")}
+    test_files = {"test_a_gradients.py": module(spec="../specs/a.yaml")}
+    built = plan_build(str(out), files, [spec], str(tests), test_files, prune=True)
+    assert [[(s.path, s.state) for s in output.statuses] for output in built] == [
+        [("a.py", "unchanged"), (RUNTIME, "orphaned"), ("a_old.py", "orphaned"),
+         ("gone.py", "orphaned"), ("test_a_gradients.py", "orphaned")],
+        [("test_a_gradients.py", "missing"),
+         (f".test_a_gradients.py.{DEAD}.abcd1234.tmp", "temporary"),
+         ("test_gone_gradients.py", "orphaned")],
+    ]
+    assert built == [
+        Output(str(out), plan(files, str(out), [spec]), files, True),
+        Output(str(tests), plan(test_files, str(tests), [spec], orphans=TESTS_GLOB),
+               test_files, True)]
+    assert plan_build(str(out), files, [spec], str(tests))[1] == Output(
+        str(tests), plan({}, str(tests), [spec], orphans=TESTS_GLOB), {}, False)
+
+
+def test_plan_build_with_tests_emitted_into_the_output_folder(folder):
+    """The same folder (here through a link): the emitted tests are the build's own
+    output, not orphans of its modules, and the folder's orphans and stale temporaries
+    are reported once, with the modules."""
+    out, spec = folder / "out", str(folder / "specs" / "a.yaml")
+    os.symlink("out", folder / "tests")
+    tests = str(folder / "tests")
+    (out / "test_a_gradients.py").write_text(module(spec="../specs/a.yaml"))
+    (out / "test_gone_gradients.py").write_text(module(spec="../specs/gone.yaml"))
+    (out / f".a.py.{DEAD}.abcd1234.tmp").write_text(HEADER)
+    files = {"a.py": importing("../specs/a.yaml", "_check_input")}
+    test_files = {"test_a_gradients.py": module(spec="../specs/a.yaml")}
+    built = plan_build(str(out), files, [spec], tests, test_files)
+    assert [[(s.path, s.state) for s in output.statuses] for output in built] == [
+        [("a.py", "unchanged"), (f".a.py.{DEAD}.abcd1234.tmp", "temporary"),
+         (RUNTIME, "orphaned"), ("a_old.py", "orphaned"), ("gone.py", "orphaned"),
+         ("test_gone_gradients.py", "orphaned")],
+        [("test_a_gradients.py", "unchanged")],
+    ]
+    assert built == [
+        Output(str(out), plan(files, str(out), [spec], others=frozenset(test_files)), files),
+        Output(tests, plan(test_files, tests, [spec], orphans=None, temporaries=False),
+               test_files)]
