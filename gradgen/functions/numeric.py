@@ -15,6 +15,7 @@ TensorFlow op it stands for at its special points (``xlogy(0, 0) = 0``); none wa
 from __future__ import annotations
 
 import math
+import sys
 from functools import reduce
 
 import mpmath
@@ -39,8 +40,10 @@ def np_log1mexp(x):
 
 
 def np_sigmoid(x):
-    with np.errstate(over="ignore"):
-        return np.where(np.real(x) >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+    # exp of minus |x| (of -x where Re x >= 0, else x): never overflows, so no inf/inf
+    right = np.real(x) >= 0
+    e = np.exp(np.where(right, -x, x))
+    return np.where(right, 1 / (1 + e), e / (1 + e))
 
 
 def np_xlogy(x, y):
@@ -63,21 +66,37 @@ def np_mul_no_nan(x, y):
         return np.where(y == 0, 0.0, x * y)
 
 
+# erfcx(x) is 2 exp(x**2) in float64 below -26.6, past float64's range below this
+_ERFCX_OVERFLOW = -math.sqrt(math.log(sys.float_info.max / 2))
+# x**2 is past float64's range above this
+_SQUARE_OVERFLOW = math.sqrt(sys.float_info.max)
+
+
 def _erfcx_scalar(x):
     # exp(x**2) * erfc(x); the asymptotic series (DLMF 7.12.1) from x = 10, as the
-    # generated helper does in float64
+    # generated helper does in float64. No step overflows (NumPy warns of any that does).
+    x = float(x)
+    if math.isnan(x):  # before any comparison (one with NaN raises the invalid flag)
+        return x
+    if x < _ERFCX_OVERFLOW:
+        return math.inf
     if x < 10.0:
-        return math.exp(x * x) * math.erfc(x) if x > -26.0 else math.inf
-    r, term, total = 0.5 / (x * x), 1.0, 1.0
+        return math.exp(x * x) * math.erfc(x)
+    r, term, total = 0.5 / x / x, 1.0, 1.0
     for n in range(1, 13):
         term *= -(2 * n - 1) * r
         total += term
-    return total / (x * math.sqrt(math.pi))
+    return total / x / math.sqrt(math.pi)
 
 
 def _log_erfc_scalar(x):
+    x = float(x)
+    if math.isnan(x):
+        return x
     if x < 10.0:
         return math.log(math.erfc(x))
+    if x > _SQUARE_OVERFLOW:  # -x**2 is past float64's range (and erfcx(inf) is 0)
+        return -math.inf
     return -x * x + math.log(_erfcx_scalar(x))
 
 
