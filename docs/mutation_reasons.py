@@ -42,6 +42,27 @@ REASONS = [
      "would point) is never used"),
     (r"expr\.calls.*_Calls.*visit_Call", r"AssertionError\(None\)",
      "unreachable: every allowed function is handled above"),
+    # ------------------------------------------------------------------ functions
+    (r"functions\.internal.*Guard.*_eval_is_real", r"u\.is_real or safe\.is_real",
+     "unreachable: guards are built only in real expressions, where the value and the "
+     "safe value are both real"),
+    (r"functions\.numeric.*np_xlogy", r"1\.0 \* x",
+     "equivalent: x is 0 where that branch is taken, and 1.0 * x is then the same zero "
+     "as 0.0 * x (-0.0 included)"),
+    (r"functions\.numeric.*np_xlog1py", r"np\.where\(None, ",
+     "equivalent: the inner where only keeps log1p's argument off -1 where x = 0, and "
+     "the outer where takes 0 there (NumPy's warnings are off there: the test of "
+     "special points without warnings passes)"),
+    # ------------------------------------------------------------------ VJP ops
+    (r"derive\.vjp_op.*_Lowering.*_inverse", r"\(call\.param\(\"adjoint\"\)\) or True",
+     "unreachable: every inverse() a gradient function calls has adjoint=True "
+     "(derive/matrix.py, derive/adjoints.py); the forward's inverse is a node, not a call"),
+    (r"derive\.vjp_op.*_Lowering.*_extremum_grad", r"\"(TIES|XXtiesXX)\"",
+     "equivalent: only the local name a printed node would take; VJP ops are derived, "
+     "not printed"),
+    (r"derive\.vjp_op.*_Lowering.*_unreduce", r"_call_node\(call, 1, \)",
+     "equivalent: an unreduce's static shape is its second operand's (the input it "
+     "spreads back to)"),
     # ------------------------------------------------------------------ shapes
     (r"shapes.*matmul_shape", r"contracted dims",
      "equivalent: matmul_shape replaces unify's message with its own"),
@@ -50,6 +71,10 @@ REASONS = [
      r"|\"UTF-8\"",
      "equivalent on a UTF-8 locale (and 'UTF-8' is the same codec as 'utf-8'; bytes."
      "decode() is UTF-8 by default); the explicit UTF-8 is for other locales"),
+    (r"stability\.reductions.*_tidy", r"isinstance\(f, sympy\.exp\)\) and False",
+     "equivalent: the factors are real, and SymPy evaluates log(exp(u)) to u for real u"),
+    (r"guards\.products.*_polynomial_bound", r"\(e\.is_real\) or True",
+     "unreachable: the guards run on real expressions, where a number is real"),
     (r"outputs.*_op_blocks", r"XX",
      "equivalent: both texts compared go through _op_blocks, so a constant added to "
      "every block cancels"),
