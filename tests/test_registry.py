@@ -320,11 +320,16 @@ SPECIAL = [
     ("erfcx", (1e200,), REFERENCE),
     ("erfcx", (-26.8,), INF), ("erfcx", (-INF,), INF),
     ("erfcx", (-26.0,), REFERENCE), ("erfcx", (-26.3,), REFERENCE),
+    ("erfcx", (-26.6,), REFERENCE), ("erfcx", (-26.628,), REFERENCE),
+    ("erfcx", (-26.63,), INF), ("erfcx", (NAN,), NAN),
     ("log_erfc", (0.0,), 0.0), ("log_erfc", (10.0,), REFERENCE),
     ("log_erfc", (30.0,), REFERENCE), ("log_erfc", (1e10,), REFERENCE),
     ("log_erfc", (-30.0,), math.log(2.0)), ("log_erfc", (-INF,), math.log(2.0)),
     ("log_erfc", (NAN,), NAN), ("log_erfc", (INF,), -INF),
+    ("log_erfc", (1e154,), REFERENCE), ("log_erfc", (1e155,), -INF),  # -x**2 overflows
 ]
+
+
 def _special() -> list:
     """SPECIAL's rows as parameters, named by the call. (np_erfcx was inf from
     x <= -26 where the value is finite down to -26.6, np_log_erfc(inf) raised
