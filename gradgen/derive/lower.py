@@ -88,8 +88,9 @@ def check_complex(d: Derivation, lowered: Lowered) -> None:
     p = d.program
     if p.is_complex:
         for n in d.nodes:
-            if _real_only(n.op):
-                raise d.error(n.key, _real_only(n.op))
+            refusal = _real_only(n.op)
+            if refusal:
+                raise d.error(n.key, refusal)
             for a in n.args:
                 _check_holomorphic(d, a, n.key)
         for o, expr in lowered.outputs:

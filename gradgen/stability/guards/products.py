@@ -72,8 +72,9 @@ def _polynomial_bound(e, v):
         return sympy.Max(abs(e), 1) if e.is_real else None
     if e == v:
         return v
-    if isinstance(e, sympy.Function) and _bound(e) is not None:
-        return sympy.Integer(_bound(e))
+    bound = _bound(e) if isinstance(e, sympy.Function) else None
+    if bound is not None:
+        return sympy.Integer(bound)
     if isinstance(e, sympy.Pow) and e.exp.is_Integer:
         if e.exp < 0:
             return S.One if isinstance(e.base, sympy.cosh) else None
