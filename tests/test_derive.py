@@ -304,3 +304,153 @@ def test_budgets_nest_and_each_reports_its_own():
             pass
         with pytest.raises(BudgetExceeded):
             time.sleep(2)
+
+
+def _grad_lines(text) -> dict:
+    """The gradient function's statements, by local (comments and the return left out)."""
+    grad_fn = body(text, "def grad(")
+    lines = [ln.strip() for ln in grad_fn.splitlines()[1:] if " = " in ln
+             and not ln.strip().startswith("#")]
+    return dict(ln.split(" = ", 1) for ln in lines)
+
+
+@pytest.mark.parametrize("x_shape, wide", [
+    # upstream [3, 1] times x [None, 4] is [3, 4] by broadcasting (the None must be 3
+    # or 1): the keepdims cotangent is used as it is
+    ([None, 4], False),
+    ([3, 4], False),
+    # upstream [3, 1] times x [3, 1] is only [3, 1]: broadcast once, to [3, 4]
+    ([3, 1], True),
+])
+def test_a_keepdims_cotangent_is_broadcast_only_where_the_partial_does_not_widen_it(
+        tmp_path, x_shape, wide):
+    text = _vjp_text("sum(x * y, axis=-1, keepdims=True)", {"x": x_shape, "y": [3, 4]},
+                     tmp_path)
+    grads = _grad_lines(text)
+    if wide:
+        assert grads["upstream_wide"] == "tf.broadcast_to(upstream, [3, 4])"
+        assert grads["grad_y"] == "upstream_wide * x"
+    else:
+        assert "upstream_wide" not in text
+        assert grads["grad_y"] == "upstream * x"
+
+
+def test_the_partials_of_f_of_a_difference_share_one_where_and_one_product(tmp_path):
+    # d/db of huber(a - b) is where(|a - b| <= 1, -(a - b), -sign(a - b)): every branch
+    # negated, so it is written as minus d/da's where, and the product with the upstream
+    # is shared
+    text = _vjp_text("Piecewise(((a - b)**2 / 2, Abs(a - b) <= 1), (Abs(a - b) - 1/2, True))",
+                     {"a": [3], "b": [3]}, tmp_path)
+    grads = _grad_lines(text)
+    assert grads["grad_a"] == "upstream * tf.where(mask, t, tf.math.sign(t))"
+    assert grads["grad_b"] == "-grad_a"
+    assert text.count("tf.where(") == 2  # the forward's and d/da's
+
+
+def _derive(output, inputs, fuse="xla", dtype="float32", where=None):
+    from gradgen.spec import parse_spec
+
+    op = {"name": "f", "inputs": inputs, **({"where": where} if where else {}),
+          "output": output}
+    text = yaml.safe_dump({"version": 1, "module": "m", "dtype": dtype, "fuse": fuse,
+                           "ops": [op]}, sort_keys=False)
+    return gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
+
+
+_NO_XLA = ("TensorFlow has no XLA kernel for it (MatrixDeterminant, complex "
+           "MatrixInverse); use fuse: none for this op")
+
+
+@pytest.mark.parametrize("output, where, dtype, field, message", [
+    ("log(d**2)", {"d": "det(A)"}, "float32", "where.d",
+     f"fuse: xla cannot compile det(): {_NO_XLA}, or log(det(...))"),
+    ("inverse(A) @ A", None, "complex64", "output",
+     f"fuse: xla cannot compile a complex inverse(): {_NO_XLA}"),
+])
+def test_fuse_xla_refuses_what_xla_cannot_compile(output, where, dtype, field, message):
+    with pytest.raises(SpecError) as info:
+        _derive(output, {"A": [3, 3]}, dtype=dtype, where=where)
+    (diag,) = info.value.diagnostics
+    assert (diag.message, diag.op, diag.field) == (message, "f", field)
+
+
+@pytest.mark.parametrize("output, fuse, dtype", [
+    ("inverse(A)", "xla", "float32"),  # a real inverse compiles
+    ("sum(exp(A), axis=-1)", "xla", "complex64"),  # so does a complex op without one
+    ("det(A)", "none", "float32"),  # without fusion, det is computed as usual
+])
+def test_fuse_xla_keeps_what_xla_can_compile(output, fuse, dtype):
+    assert _derive(output, {"A": [3, 3]}, fuse=fuse, dtype=dtype).fuse == fuse
+
+
+def test_a_piecewise_without_an_otherwise_branch_is_written_as_sympy_writes_it():
+    """spec_str writes a Piecewise whose last condition is True as nested `where`s, and
+    one without such a branch in SymPy's form (which the parser reads, and refuses with
+    its reason). It raised AttributeError (StrPrinter has no _print_Piecewise), so the
+    Python API failed on such an expression without a located message."""
+    x = sympy.Symbol("x", real=True)
+    assert gradgen.derive.spec_str(sympy.Piecewise((1, x > 1), (x, x > 0), (0, True))) == (
+        "where(x > 1, 1, where(x > 0, x, 0))")
+    assert gradgen.derive.spec_str(sympy.Piecewise((x, (x > 0) & (x < 2)), (-x, x < 0))) == (
+        "Piecewise((x, x > 0 and x < 2), (-x, x < 0))")
+
+    with pytest.raises(SpecError) as info:
+        gradgen.generate_source([gradgen.OpDef("f", {"x": [3]}, sympy.Piecewise(
+            (x, x > 0), (-x, x < 0)))], verify=False, audit=False)
+    (diag,) = info.value.diagnostics
+    assert diag.message.startswith("the last Piecewise pair must have the condition True")
+
+
+def _comments(text) -> str:
+    """The comments of ``text`` as one line (black wraps them)."""
+    return " ".join(ln.strip().lstrip("#").strip() for ln in text.splitlines()
+                    if ln.strip().startswith("#"))
+
+
+def test_layer_norm_leaves_out_the_term_whose_sum_is_zero(tmp_path):
+    # d(mu) of layer norm holds g_var * (2 mu - 2 x), C * V with V linear in x and 0 at
+    # x = mu, the mean of x over the summed axes: its sum is exactly 0, left out
+    text = _vjp_text("d / sqrt(mean(d**2, axis=-1, keepdims=True) + 1e-5)",
+                     {"x": [None, 8]}, tmp_path,
+                     where={"mu": "mean(x, axis=-1, keepdims=True)", "d": "x - mu"})
+    assert "over axes [1] is 0, mu being the mean of x there: left out)" in _comments(text)
+    grad_mu = _grad_lines(text)["grad_mu"]
+    assert "reduce_sum(upstream" in grad_mu and "mu" not in grad_mu, grad_mu
+
+
+@pytest.mark.parametrize("output, inputs", [
+    # V = x, linear with a constant coefficient, but not 0 at x = mu
+    ("sum(x * b, axis=-1, keepdims=True) * mean(x, axis=-1, keepdims=True)",
+     {"x": [4, 8], "b": [4, 1]}),
+    # V = y * (x - mu): 0 at x = mu, but its coefficient y varies along the axis
+    ("sum((x - mean(x, axis=-1, keepdims=True)) * y * b, axis=-1, keepdims=True)",
+     {"x": [4, 8], "y": [4, 8], "b": [4, 1]}),
+    # V = exp(x - mu): not a polynomial in x
+    ("sum(exp(x - mean(x, axis=-1, keepdims=True)) * b, axis=-1, keepdims=True)",
+     {"x": [4, 8], "b": [4, 1]}),
+], ids=["not_zero_at_the_mean", "varying_coefficient", "not_polynomial"])
+def test_a_term_whose_sum_is_not_zero_is_kept(tmp_path, output, inputs):
+    # (generate verifies the gradient numerically: a term left out would fail it)
+    text = _vjp_text(output, inputs, tmp_path)
+    assert "left out" not in _comments(text)
+    assert _grad_lines(text)["grad_b"].startswith("tf.reduce_sum(")
+
+
+@pytest.mark.parametrize("output, y_shape, grad_y", [
+    # y has the operand's shape: its keepdims cotangent is added as it is (the sum
+    # broadcasts it)
+    ("y * sum(y, axis=-1, keepdims=True)", [3, 4], "grad_total + total * upstream"),
+    # x - x + y is y, of shape [4], where the operand as written is [3, 4]: the cotangent
+    # broadcast back to [3, 4] is summed back to y's [4]
+    ("sum(x - x + y, axis=-1, keepdims=True)", [4],
+     "tf.reduce_sum(tf.broadcast_to(upstream, [3, 4]), axis=[0])"),
+    ("x * sum(x - x + y, axis=-1, keepdims=True)", [4],
+     "tf.reduce_sum(tf.broadcast_to(grad_total, [3, 4]), axis=[0])"),
+])
+def test_a_keepdims_cotangent_reaches_an_input_operand_in_its_shape(
+        tmp_path, output, y_shape, grad_y):
+    """The last two were handed the [3, 4] cotangent as it was, and verification refused
+    the op ("the derived gradient for input 'y' has shape [3, 4], not the input's [4];
+    this is a gradgen bug")."""
+    text = _vjp_text(output, {"x": [3, 4], "y": y_shape}, tmp_path)
+    assert _grad_lines(text)["grad_y"] == grad_y

@@ -134,6 +134,8 @@ INLINE = {
     "max_keepdims": ({"x": [3, 4]}, "x - max(x, axis=1, keepdims=True)"),
     "log_softmax": ({"x": [3, 4], "w": [4]}, "w * log_softmax(x * w, axis=-1)"),
     "unused_input": ({"x": [3], "c": [3]}, "exp(x) + 0 * c"),
+    # x - x + y is y ([4]), broadcast to the operand's [3, 4] as written
+    "broadcast_static": ({"x": [3, 4], "y": [4]}, "(x - x + y) @ transpose(x)"),
 }
 
 
@@ -145,6 +147,22 @@ def test_vjps_of_more_node_kinds_differentiate_again(name):
                                 for k, v in inputs.items()}, "output": output}]})
     doc = parse_spec(text.encode(), "s.yaml")
     _check_orders(parse_op(doc, 0), doc)
+
+
+def test_an_operand_broadcast_to_its_shape_as_written_is_a_broadcast_node():
+    """Simplification leaves y ([4]) of the operand x - x + y ([3, 4] as written); the
+    forward broadcasts it to [3, 4], and the VJP op holds that broadcast as a node with
+    the static shape (its VJP, the sum back to [4], is in :mod:`gradgen.derive.adjoints`)."""
+    text = yaml.safe_dump({"version": 1, "module": "m", "ops": [{
+        "name": "f", "inputs": {"x": [3, 4], "y": [4]},
+        "output": "sum(x - x + y, axis=-1)"}]})
+    doc = parse_spec(text.encode(), "s.yaml")
+    vjp = vjp_op(parse_op(doc, 0), doc)
+    (node,) = [n for n in vjp.nodes if n.op == "broadcast"]
+    y = sympy.Symbol("y", real=True)
+    assert (node.args, node.arg_shapes, node.shape, node.params) == (
+        (y,), ((4,),), (3, 4), (("shape", (3, 4)),))
+    assert node.arg_leaves == (frozenset([y]),)
 
 
 @pytest.mark.slow

@@ -149,8 +149,14 @@ def _operand_vjp(d: Derivation, state: Cotangents, node: TensorNode, rule: Opera
     (a compound operand) through a local holding it to the operand's own partials."""
     arg, narrow = rule.operand, rule.narrow
     if arg.is_Symbol:
-        state.add(arg, Contribution(rule.value, rule.shape, (comment,)) if narrow is None
-                  else Contribution(narrow.value, narrow.shape, (comment,), wide=rule.value))
+        # a narrow cotangent stands for the wide one only where the symbol has the
+        # operand's shape as written: simplification may leave a smaller one
+        # (sum(x - x + y, keepdims=True) is sum(y broadcast)), whose sum back it needs
+        if narrow is None or not sh.same_shape(d.shape_of.get(arg, ()), rule.shape):
+            state.add(arg, Contribution(rule.value, rule.shape, (comment,)))
+        else:
+            state.add(arg, Contribution(narrow.value, narrow.shape, (comment,),
+                                        wide=rule.value))
         return
     # A compound operand: materialize its cotangent, then differentiate it.
     what = f"{name} operand"

@@ -42,7 +42,7 @@ class _SpecText(StrPrinter):
     def _print_Piecewise(self, expr):
         *branches, (last, cond) = expr.args
         if cond is not sympy.true:  # no otherwise-branch: SymPy's form (also parsed)
-            return super()._print_Piecewise(expr)
+            return self._print_Function(expr)  # (StrPrinter has no _print_Piecewise)
         text = self._print(last)
         for value, cond in reversed(branches):
             text = f"where({self._print(cond)}, {self._print(value)}, {text})"
