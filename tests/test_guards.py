@@ -26,7 +26,7 @@ from gradgen.functions import (
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
 from gradgen.stability.guards import (
-    branches, conditions, singularities, subgradients, taylor, walk,
+    branches, conditions, products, singularities, subgradients, taylor, walk,
 )
 from gradgen.stability.families.powers import _zero_of
 from gradgen.stability.match import _exp_terms
@@ -232,6 +232,25 @@ REMOVABLE = [
     (sin(x) / x + sin(x * y) / x, _filled_on(
         sin(x) / x + sin(x * y) / x,
         _horner([c * (1 + y ** (k + 1)) for k, c in enumerate(SINC_10)]), 1 + abs(y), "0.05")),
+    # ... with two other inputs whose coefficients grow: the interval shrinks by both
+    # (symbols have no order of their own: they are sorted by SymPy's sort key)
+    (sin(x) / x + sin(x * y) / x + sin(x * r) / x, _filled_on(
+        sin(x) / x + sin(x * y) / x + sin(x * r) / x,
+        _horner([c * (1 + y ** (k + 1) + r ** (k + 1)) for k, c in enumerate(SINC_10)]),
+        (1 + abs(y)) * (1 + abs(r)), "0.05")),
+    # ... the growth is the rise of the coefficients' degree in y per power of x from
+    # the first term's: 2 for (1 + y**2) - (1 + y**6) x**2/6 + ... (a function of x
+    # and x*y**2), 1 for (1 + y**2) x/2 - (1 + y**4) x**3/24 + ... (a series that
+    # starts at x**1)
+    (sin(x) / x + sin(x * y**2) / x, _filled_on(
+        sin(x) / x + sin(x * y**2) / x,
+        _horner([c * (1 + y ** (2 * k + 2)) for k, c in enumerate(SINC_10)]),
+        (1 + abs(y)) ** 2, "0.05")),
+    ((1 - cos(x)) / x + (1 - cos(x * y)) / x, _filled_on(
+        (1 - cos(x)) / x + (1 - cos(x * y)) / x,
+        sympy.horner(sympy.series((1 - cos(x)) / x + (1 - cos(x * y)) / x, x, 0, 11)
+                     .removeO(), wrt=x),
+        1 + abs(y), "0.05")),
     # a sum with no plan (cos(y) is no polynomial in y): each term with its own scale
     (sin(x * y) / x + cos(y) * sin(x) / x,
      _filled_in_product(sin(x * y) / x, y, SINC_10, "0.05")
@@ -810,6 +829,34 @@ def test_vanishing_products_only_where_zero_is_right_in_the_dtype(written, dtype
     assert used == (("vanishing_product",) if guarded else ())
 
 
+def test_private_decaying_factors_are_evaluated_without_cancellation():
+    """Private: the check of test_vanishing_products_only_where_zero_is_right_in_the_dtype
+    evaluates the product at 50 digits from the rest's first overflow on, where
+    ``1 - tanh(u)`` is far below 1e-50, after ``_without_cancellation`` writes each
+    ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` as ratios of exponentials (and
+    ``mul_no_nan`` as a product). A wrong rewrite changes the verdict only for a product
+    near the dtype's smallest or largest number, so its value is checked here: at 50
+    digits, against the formula as written at 400 digits, at u = -1/2 and 3/4 and at
+    u = ±120, where the decaying factors are below 1e-100 on one side."""
+    u = 3 * x / 2
+    cosh = sympy.cosh
+    factors = [1 - tanh(u), 1 + tanh(u), tanh(u) - 1, -1 - tanh(u), 1 - tanh(u) ** 2,
+               tanh(u) ** 2 - 1, (1 - tanh(u)) * (1 + tanh(u)), (1 - tanh(u)) ** 2,
+               cosh(u) ** -2, exp(-u**2)]
+    for f in factors:
+        for written in (((x + 1) ** 2 + 3) * f, mul_no_nan(x**2 + 1, f)):
+            rewritten = walk.standard(products._without_cancellation(written))
+            as_written = sympy.lambdify(x, walk.standard(written.replace(
+                mul_no_nan, lambda a, b: a * b)), "mpmath")
+            fast = sympy.lambdify(x, rewritten, "mpmath")
+            for t in (S(-80), Rational(-1, 3), Rational(1, 2), S(80)):
+                with mpmath.workdps(400):
+                    want = as_written(mpmath.mpf(t.p) / t.q)
+                with mpmath.workdps(DIGITS):
+                    got = fast(mpmath.mpf(t.p) / t.q)
+                assert abs(got - want) <= 1e-40 * abs(want), (written, t, got, want)
+
+
 def test_mul_no_nan_is_the_product_with_zero_where_its_second_argument_is():
     assert mul_no_nan(x, 0) == 0
     assert sympy.diff(mul_no_nan(x**2, exp(x)), x) == 2 * x * exp(x) + x**2 * exp(x)
@@ -909,3 +956,46 @@ def test_vanishing_product_second_order_stays_finite_at_moderate_inputs(tf, buil
     exact = [float((6 * v - 14 * v**3 + 4 * v**5) * mpmath.exp(-v**2))
              for v in map(mpmath.mpf, x.numpy())]
     np.testing.assert_allclose(h, exact, rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------------------------ exponent_logs
+
+EXPONENT_LOGS = [
+    # a gamma density, exp((k - 1) log x - x/t): xlogy(k - 1, x) as
+    # mul_no_nan(log(x), k - 1) (TensorFlow's gradient of xlogy in k is 0 where k = 0)
+    (exp(xlogy(y - 1, x) - x / r), exp(mul_no_nan(log(x), y - 1) - x / r)),
+    # every xlogy of an exponent, in every exponential (nested ones too); an xlogy
+    # outside an exponential stays
+    (xlogy(y, x) + exp(xlogy(y, x) + xlogy(r, d)) * exp(xlogy(d, x) - 1),
+     xlogy(y, x) + exp(mul_no_nan(log(x), y) + mul_no_nan(log(d), r))
+     * exp(mul_no_nan(log(x), d) - 1)),
+    (exp(2 + exp(xlogy(y, x))), exp(2 + exp(mul_no_nan(log(x), y)))),
+    # nothing to do: no xlogy in an exponent
+    (xlogy(y, x) * exp(-x), xlogy(y, x) * exp(-x)),
+    (exp(y * log(x)) + log(x), exp(y * log(x)) + log(x)),
+]
+
+
+@pytest.mark.parametrize("written, expected", EXPONENT_LOGS, ids=str)
+def test_exponent_logs(written, expected):
+    out, used = guards.exponent_logs(written)
+    assert out == expected
+    assert used == (("exponent_logs",) if out != written else ())
+
+
+def test_exponent_logs_keep_the_value_also_where_k_is_0():
+    """exp(xlogy(k, x) - x) is exp(k log(x) - x), and exp(-x) where k = 0 (also at
+    x = 0): mul_no_nan(log(x), k) is 0 there, as xlogy(0, x) is. At 50 digits against
+    mpmath."""
+    (out, _) = guards.exponent_logs(exp(xlogy(y, x) - x))
+
+    def reference(k, v):
+        return mpmath.exp((0 if k == 0 else k * mpmath.log(v)) - v)
+
+    with mpmath.workdps(DIGITS):
+        for k, v in ((0, 0), (0, Rational(1, 3)), (Rational(5, 2), 3),
+                     (Rational(-3, 2), Rational(1, 5)), (1, Rational(7, 2))):
+            k, v = S(k), S(v)
+            got = out.subs({y: k, x: v}).evalf(DIGITS)
+            want = reference(mpmath.mpf(k.p) / k.q, mpmath.mpf(v.p) / v.q)
+            assert got.is_number and abs(mpmath.mpf(str(got)) - want) <= 1e-45 * want, (k, v)

@@ -252,6 +252,22 @@ def test_matmul_and_eye_calls():
     )
 
 
+@pytest.mark.parametrize("dtype, axes, text", [
+    # axes counted from the end (of a shape starting with `...`): the product of those
+    # dims, read one by one (tf.gather takes no index < 0)
+    ("float32", (-1,), "tf.cast(tf.shape(x)[-1], tf.float32)"),
+    ("float64", (-3, -1), "tf.cast(tf.shape(x)[-3] * tf.shape(x)[-1], tf.float64)"),
+    # axes from the start, axis 0 included: gathered, then multiplied
+    ("float32", (0,), "tf.cast(tf.reduce_prod(tf.gather(tf.shape(x), [0])), tf.float32)"),
+    ("float16", (0, 2), "tf.cast(tf.reduce_prod(tf.gather(tf.shape(x), [0, 2])), tf.float16)"),
+    ("float32", (1,), "tf.cast(tf.reduce_prod(tf.gather(tf.shape(x), [1])), tf.float32)"),
+])
+def test_count_calls(dtype, axes, text):
+    """The number of elements a mean divides by where the reduced dims are not known
+    when the op is built, in the op's dtype (the mean's cotangent)."""
+    assert print_value(TFPrinter(dtype), ir.Call("count", (x,), (("axes", axes),))) == text
+
+
 @pytest.mark.parametrize(
     "expr, text",
     [

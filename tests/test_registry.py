@@ -439,6 +439,19 @@ def test_symbolic_calls_stay_as_written(cls, args):
     assert type(expr) is cls and expr.args == args, expr
 
 
+def test_a_ratio_is_a_quotient_only_of_two_numbers():
+    """Ratio(a, b) is the number a / b where both are numbers; where either holds a
+    symbol it stays the one division it prints as (``(sigma / r)**12``). Fresh symbols
+    and numbers (SymPy caches calls, and a cached call never reaches ``eval``)."""
+    a = sympy.Dummy("a", real=True)
+    for args in ((a, 7), (7, a), (a, S(2) / 9), (sympy.sqrt(11), a)):
+        ratio = internal.Ratio(*args)
+        assert type(ratio) is internal.Ratio and ratio.args == tuple(map(S, args)), ratio
+    assert internal.Ratio(17, 4) == S(17) / 4
+    assert internal.Ratio(sympy.sqrt(13), 5) == sympy.sqrt(13) / 5
+    assert internal.Ratio(a, 7).subs(a, 3) == S(3) / 7
+
+
 def test_calls_are_kept_in_one_order():
     """Arguments of the symmetric functions are sorted (equal calls are equal) and
     nested Max and Min are flattened."""
