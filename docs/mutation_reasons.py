@@ -31,6 +31,10 @@ REASONS = [
     # ------------------------------------------------------------------ expr
     (r"expr\.parser.*_Core.*visit_Compare", r"or True|>= 1",
      "equivalent: And() of one relational is that relational"),
+    (r"expr\.parser.*_Core.*_operator", r"line is not None or col is not None",
+     "unreachable: a parsed BinOp's operator is in the text after its left operand, so "
+     "the search finds it before passing the last line, and parsed nodes always have "
+     "positions"),
     (r"expr\.syntax.*_ExprError.*__init__", r"super",
      "equivalent: str() of the error is never used"),
     (r"expr\.(calls.*_Calls.*visit_Call|parser.*_Core.*visit_Name)",
@@ -43,17 +47,51 @@ REASONS = [
     (r"expr\.calls.*_Calls.*visit_Call", r"AssertionError\(None\)",
      "unreachable: every allowed function is handled above"),
     # ------------------------------------------------------------------ functions
-    (r"functions\.internal.*Guard.*_eval_is_real", r"u\.is_real or safe\.is_real",
-     "unreachable: guards are built only in real expressions, where the value and the "
-     "safe value are both real"),
-    (r"functions\.numeric.*np_xlogy", r"1\.0 \* x",
+    (r"outputs.*read_header", r'split\(b"\\n", 2\)',
+     "equivalent: only the first part of the split is used, the same for any maxsplit"),
+    (r"functions\.internal.*Ratio.*fdiff", r"argindex=2",
+     "equivalent: SymPy always passes argindex, and gradgen never calls fdiff() itself"),
+    (r"functions\.numeric.*np_log1mexp", r"np\.where\(near, x, -[0-9.]+\)|np\.where\(near, -[0-9.]+, x\)",
+     "equivalent: the inner where only gives the branch not taken a safe input (any "
+     "negative number), and the outer where discards that branch's value"),
+    (r"functions\.numeric.*np_xlog1?py", r"1\.0 \* x",
      "equivalent: x is 0 where that branch is taken, and 1.0 * x is then the same zero "
      "as 0.0 * x (-0.0 included)"),
     (r"functions\.numeric.*np_xlog1py", r"np\.where\(None, ",
      "equivalent: the inner where only keeps log1p's argument off -1 where x = 0, and "
      "the outer where takes 0 there (NumPy's warnings are off there: the test of "
      "special points without warnings passes)"),
+    # ------------------------------------------------------------------ derive
+    (r"derive\.cse.*x_share", r"symbols=None",
+     "equivalent: the temporaries are named afterwards (derive/cse.py _names, from the "
+     "replacement list), so SymPy's default x0, x1, ... are never printed, and as "
+     "symbols without assumptions they are never equal to an input (a real symbol)"),
+    (r"derive\.elementwise.*_covers", r"return True",
+     "unreachable: the False it replaces is for a symbol of the partial missing from "
+     "shape_of, and partials are built only of inputs and node symbols, all in it"),
+    (r"derive\.elementwise.*_pull_sign", r"evaluate=(None|True)|\], \)\)",
+     "equivalent: evaluate=None takes evaluate=False's path in Piecewise.__new__, and "
+     "evaluating a Piecewise whose values are all negated changes nothing (negation "
+     "keeps its conditions and which of its values are equal)"),
+    # ------------------------------------------------------------------ guards
+    (r"guards\.products.*_without_cancellation", r"(sign|u) / (one|sign)",
+     "equivalent: one and sign are each +1 or -1, so dividing by them is multiplying"),
+    (r"guards\.taylor.*_grown_plan", r"rate >= 0",
+     "equivalent: at rate 0 the extra factor (1 + |g|)**0 is SymPy's 1, which the "
+     "product drops"),
     # ------------------------------------------------------------------ VJP ops
+    (r"derive\.vjp_op.*_Lowering.*_log_softmax", r"",
+     "unreachable: a log_softmax call is made only by the forward pass "
+     "(forward.forward_call), and no VJP rule puts one in a gradient function (the "
+     "log-softmax VJP calls log_softmax_grad, logsumexp's calls softmax); it is kept "
+     "so that every IR call has a lowering"),
+    (r"derive\.vjp_op.*_Lowering.*_reduction", r"count",
+     "unreachable: a reduction with a count (a log-mean-exp) is made only by the "
+     "forward pass, whose tensor nodes the VJP op takes as they are; no VJP rule makes "
+     "one (tests/test_vjp_op.py's log_mean_exp differentiates one twice more)"),
+    (r"derive\.vjp_op.*_Lowering.*node__", r"self\.count -= 1",
+     "equivalent: the count only makes each new node's symbol unique (_vjp_node-1, "
+     "-2, ... are as unique), and VJP ops are derived, not printed"),
     (r"derive\.vjp_op.*_Lowering.*_inverse", r"\(call\.param\(\"adjoint\"\)\) or True",
      "unreachable: every inverse() a gradient function calls has adjoint=True "
      "(derive/matrix.py, derive/adjoints.py); the forward's inverse is a node, not a call"),
@@ -90,6 +128,10 @@ REASONS = [
      "equivalent: a match starts at 0 or later, and __all__ and a def never start at "
      "the same offset"),
     # ------------------------------------------------------------------ derive
+    (r"derive\.cse.*x_share", r"symbols=None",
+     "equivalent: the temporaries are named afterwards (derive/cse.py _names, from the "
+     "replacement list), so SymPy's default x0, x1, ... are never printed, and as "
+     "symbols without assumptions they are never equal to an input (a real symbol)"),
     (r"derive\.context.*Derivation.*symbol", r"kind = |Symbol\(name, \)",
      "equivalent: the gradient function's own symbols (cotangents, targets) only "
      "multiply and add; no evaluation depends on their being real (every recorded op "

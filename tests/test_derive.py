@@ -454,3 +454,18 @@ def test_a_keepdims_cotangent_reaches_an_input_operand_in_its_shape(
     this is a gradgen bug")."""
     text = _vjp_text(output, {"x": [3, 4], "y": y_shape}, tmp_path)
     assert _grad_lines(text)["grad_y"] == grad_y
+
+
+def test_ratio_powers_pair_the_highest_powers_first():
+    """a**p * b**-q as Ratio(a, b)**min(p, q) times what is left of each; the highest
+    powers pair first (ties in SymPy's sort order), the unpaired ones stay powers."""
+    from gradgen.derive.forms import ratio_powers
+    from gradgen.functions import internal
+
+    a, b, c, s = sympy.symbols("a b c s", real=True)
+    ratio = internal.Ratio
+    assert ratio_powers(a**6 * b**-6) == ratio(a, b) ** 6
+    assert ratio_powers(a**3 * c**2 * b**-2) == ratio(a, b) ** 2 * a * c**2
+    assert ratio_powers(c**2 * a**2 * b**-2 * s) == s * ratio(a, b) ** 2 * c**2
+    assert ratio_powers(a**2 * b**-3 * c**-2) == ratio(a, b) ** 2 * b**-1 * c**-2
+    assert ratio_powers(a * b**-2) is None and ratio_powers(a**2 + b) is None

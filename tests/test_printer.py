@@ -320,3 +320,23 @@ def test_every_helper_the_printer_and_the_function_registry_name_is_declared():
         TFPrinter("float32").use_helper("_not_a_helper")
     for helper in runtime.HELPERS:
         assert set(helper.calls) <= set(runtime.BY_NAME), helper.name
+
+
+class _Unevaluable:
+    """A value SymPy cannot evaluate, with a long text."""
+
+    def __str__(self):
+        return "c" * 50
+
+    def _sympy_(self):
+        raise ValueError("not a number")
+
+
+def test_a_number_in_a_message_is_short():
+    """As written up to 40 characters; else 6 significant digits; else, where SymPy
+    cannot evaluate it, its first 20 characters and its length."""
+    from gradgen.printer.numbers import short
+
+    assert short(sympy.Rational(1, 3)) == "1/3"
+    assert short(sympy.Integer(10) ** 1200 + 7) == "1.00000e+1200"
+    assert short(_Unevaluable()) == "c" * 20 + "... (50 characters)"

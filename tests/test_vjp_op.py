@@ -126,9 +126,12 @@ def test_second_and_third_order_vjps_match_finite_differences(module, name):
 
 
 # Ops whose VJPs hold what the examples' do not: a mean over dims known only at run
-# time (a count), batch dims `...`, a keepdims max broadcast back, a log-softmax, a
-# constant gradient (zeros_like).
+# time, batch dims `...`, a keepdims max broadcast back, a log-softmax, a constant
+# gradient (zeros_like), a log-mean-exp (a logsumexp with a count), batched matrices
+# (transposes of rank 3, a matmul whose batch dim is known only at run time).
 INLINE = {
+    "log_mean_exp": ({"x": [3, 4]}, "log(mean(exp(x), axis=-1))"),
+    "batch_matmul": ({"a": [None, 3, 4], "b": [None, 5, 4]}, "a @ transpose(b)"),
     "mean_unknown": ({"x": [None, None]}, "x * mean(exp(x), axis=-1, keepdims=True)"),
     "batch_norm": ({"x": [..., 4]}, "x / sqrt(mean(x**2, axis=-1, keepdims=True) + 1)"),
     "max_keepdims": ({"x": [3, 4]}, "x - max(x, axis=1, keepdims=True)"),
