@@ -111,8 +111,10 @@ class _Core:
             raise _ExprError(node, f"'{type(node).__name__}' is not allowed in an expression")
         try:
             term = method(node)
-        except (TypeError, ValueError, ZeroDivisionError, NotImplementedError) as e:
-            # SymPy refuses the combination (e.g. comparing an infinite constant)
+        except (TypeError, ValueError, ZeroDivisionError, NotImplementedError,
+                OverflowError) as e:
+            # SymPy refuses the combination (e.g. comparing an infinite constant), or
+            # mpmath overflows evaluating a function of a huge constant (erfc(1e300))
             raise _ExprError(node, f"this expression cannot be built: {e}") from None
         if isinstance(term.expr, sympy.Basic) and term.expr.has(
             sympy.zoo, sympy.nan, sympy.oo, -sympy.oo

@@ -149,6 +149,9 @@ def read_expression(text: str) -> tuple[ast.Expression, list[str]]:
     except SyntaxError as e:
         node = ast.Constant(0)
         node.lineno, node.col_offset = e.lineno or 1, max((e.offset or 1) - 1, 0)
+        if wrapped:  # a line of the text, not of its parenthesized copy (an unfinished
+            # text fails on the copy's last line, the closing parenthesis: its own last)
+            node.lineno = min(max(node.lineno - 1, 1), len(lines))
         raise _ExprError(node, f"invalid expression syntax: {e.msg}") from None
     except (RecursionError, MemoryError, ValueError):
         raise _ExprError(None, "expression is nested too deeply or too large") from None
