@@ -181,6 +181,25 @@ def test_a_constant_mpmath_overflows_on_is_refused_not_a_traceback(text):
     assert refused(text).startswith("this expression cannot be built: ")
 
 
+@pytest.mark.parametrize("text", [
+    "Heaviside(acos(1e300)) * x",  # SymPy compares a complex number with 0
+    "Min(softplus(acos(1e300)), 2.5) + x",
+    "Heaviside(exp(acos(1e300))) * x",  # cannot convert to float
+])
+def test_a_constant_sympy_cannot_evaluate_is_refused_not_a_traceback(text):
+    """A constant whose evaluation raised TypeError in the check for complex constants
+    was an internal error; it is refused, naming the constant."""
+    assert refused(text).startswith("the constant ")
+    assert "cannot be evaluated" in refused(text)
+
+
+def test_a_real_constant_sympy_knows_is_real_is_not_evaluated():
+    """log1p(1e-300) is real (and 1/log1p(1e-300) is 1e300): the check for complex
+    constants does not evaluate it, where 20 digits made it 0 and 1/0 an internal
+    error."""
+    assert program("x / log1p(1e-300)")
+
+
 def test_error_positions_point_into_the_expression():
     text = "version: 1\nmodule: m\nops:\n  - name: f\n    inputs: {x: [3]}\n    output: exp(x) + foo(x)\n"
     with pytest.raises(SpecError) as info:

@@ -296,7 +296,7 @@ class _Core:
                 if isinstance(part, sympy.Expr) and part.is_number and not part.is_Atom or (
                     part is sympy.I
                 ):
-                    value = complex(part.evalf(20))
+                    value = self._constant_value(node, part)
                     if value.imag != 0:
                         raise _ExprError(
                             node,
@@ -304,6 +304,26 @@ class _Core:
                             f"({value.real:g}{value.imag:+g}j); complex values need "
                             "complex inputs",
                         )
+
+
+    @staticmethod
+    def _constant_value(node: ast.AST, part) -> complex:
+        """``part``, a constant: 0 where SymPy knows it is real (``log1p(1e-300)``, which
+        20 digits would round to 0), else its value to 20 digits.
+
+        Raises:
+            _ExprError: SymPy cannot evaluate it (``Heaviside(acos(1e300))`` compares a
+                complex number with 0; a huge argument overflows mpmath).
+        """
+        try:
+            return 0j if part.is_extended_real else complex(part.evalf(20))
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+            text = sympy.sstr(part)
+            text = text if len(text) <= 60 else text[:40] + "..."
+            raise _ExprError(
+                node, f"the constant {text} cannot be evaluated ({e or type(e).__name__})"
+                "; an op with real inputs needs real constants",
+            ) from None
 
 
 class _Parser(_Calls, _Tensors, _Core):
