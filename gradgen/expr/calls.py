@@ -118,5 +118,6 @@ class _Calls:
         if most is None and len(args) < least:
             raise _ExprError(node, f"{name}() takes two or more arguments")
         if most is not None and not least <= len(args) <= most:
-            plural = "argument" if least == 1 else "arguments"
-            raise _ExprError(node, f"{name}() takes {least} {plural}, got {len(args)}")
+            count = f"{least}" if least == most else f"{least} or {most}"
+            plural = "argument" if most == 1 else "arguments"
+            raise _ExprError(node, f"{name}() takes {count} {plural}, got {len(args)}")
