@@ -109,3 +109,18 @@ class OutputError(GradgenError):
     otherwise."""
 
     exit_code = EXIT_OUTPUT
+
+
+def short(number) -> str:
+    """A number for a message: as written when short, else to 6 significant digits
+    (a 1,200-digit constant is not repeated in full), else, where SymPy cannot evaluate
+    it, its first 20 characters and its length."""
+    text = f"{number}"
+    if len(text) <= 40:
+        return text
+    import sympy  # only for a long number: the command line starts without SymPy
+
+    try:
+        return str(sympy.N(number, 6))
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        return text[:20] + f"... ({len(text)} characters)"

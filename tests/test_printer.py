@@ -335,7 +335,7 @@ class _Unevaluable:
 def test_a_number_in_a_message_is_short():
     """As written up to 40 characters; else 6 significant digits; else, where SymPy
     cannot evaluate it, its first 20 characters and its length."""
-    from gradgen.printer.numbers import short
+    from gradgen.errors import short
 
     assert short(sympy.Rational(1, 3)) == "1/3"
     assert short(sympy.Integer(10) ** 1200 + 7) == "1.00000e+1200"

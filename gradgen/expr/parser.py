@@ -19,7 +19,7 @@ import math
 import sympy
 
 from .. import shapes as sh
-from ..errors import Diagnostic, SpecError
+from ..errors import Diagnostic, SpecError, short
 from ..graph import Term, TensorNode
 from ..spec import Loc, SpecDocument
 from .calls import _Calls
@@ -305,7 +305,6 @@ class _Core:
                             "complex inputs",
                         )
 
-
     @staticmethod
     def _constant_value(node: ast.AST, part) -> complex:
         """``part``, a constant: 0 where SymPy knows it is real (``log1p(1e-300)``, which
@@ -318,11 +317,9 @@ class _Core:
         try:
             return 0j if part.is_extended_real else complex(part.evalf(20))
         except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
-            text = sympy.sstr(part)
-            text = text if len(text) <= 60 else text[:40] + "..."
             raise _ExprError(
-                node, f"the constant {text} cannot be evaluated ({e or type(e).__name__})"
-                "; an op with real inputs needs real constants",
+                node, f"the constant {short(part)} cannot be evaluated "
+                f"({e or type(e).__name__}); an op with real inputs needs real constants",
             ) from None
 
 

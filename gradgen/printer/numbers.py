@@ -15,6 +15,7 @@ import math
 import sympy
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
+from ..errors import short
 from .errors import PrintError
 
 
@@ -49,15 +50,3 @@ def number_literal(expr, constants) -> tuple[str, bool]:
         # its value, correctly rounded from 30 digits
         return repr(value.real), False
     return text, "math." in text
-
-
-def short(number) -> str:
-    """A number for a message: as written when short, else to 6 significant digits
-    (a 1,200-digit constant is not repeated in full)."""
-    text = f"{number}"
-    if len(text) <= 40:
-        return text
-    try:
-        return str(sympy.N(number, 6))
-    except (TypeError, ValueError):
-        return text[:20] + f"... ({len(text)} characters)"
