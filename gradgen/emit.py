@@ -226,14 +226,13 @@ def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress
     names = sorted(op.name for op in doc.model.ops)
     from .stability.audit.report import strict_error
 
-    from .spec import dtype_variant
+    from .spec import op_variants
     from .views import generic_test_views, generic_views
 
     views, test_views, ranges, audits, problems = [], [], {}, {}, []
     for index, op in enumerate(doc.model.ops):
         dtypes = tuple(op.dtype) if isinstance(op.dtype, list) else None
-        variants = [(dtype_variant(doc, index, d), d) for d in dtypes] if dtypes else [
-            (doc, None)]
+        variants = op_variants(doc, index)
         entries = []
         for variant, dtype in variants:
             try:

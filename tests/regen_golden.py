@@ -61,7 +61,7 @@ def parsed_stderr(name: str) -> str:
     from gradgen.cli import Reporter, _fail
     from gradgen.errors import SpecError
     from gradgen.expr import parse_op
-    from gradgen.spec import dtype_variant, load_spec
+    from gradgen.spec import load_spec, op_variants
 
     problems = []
     try:
@@ -69,10 +69,8 @@ def parsed_stderr(name: str) -> str:
     except SpecError as e:
         problems += e.diagnostics
     else:
-        for index, op in enumerate(doc.model.ops):
-            variants = ([dtype_variant(doc, index, d) for d in op.dtype]
-                        if isinstance(op.dtype, list) else [doc])
-            for variant in variants:
+        for index in range(len(doc.model.ops)):
+            for variant, _ in op_variants(doc, index):
                 try:
                     parse_op(variant, index)
                 except SpecError as e:

@@ -17,7 +17,7 @@ nodes to plain data with positions), :mod:`.document` (:class:`SpecDocument`),
 (the steps in order); :mod:`.schema` (the JSON Schema) stands beside them.
 """
 
-from .document import SpecDocument, dtype_variant
+from .document import SpecDocument, dtype_variant, op_variants
 from .dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, HALF_DTYPES, INT_DTYPES, default_dtype
 from .fields import BATCH
 from .limits import MAX_EXPRESSION_CHARS
@@ -43,6 +43,7 @@ __all__ = [
     "default_dtype",
     "default_memory",
     "dtype_variant",
+    "op_variants",
     "format_key_path",
     "json_schema",
     "load_spec",

@@ -98,3 +98,12 @@ def dtype_variant(doc: "SpecDocument", index: int, dtype: str) -> "SpecDocument"
     ops = list(doc.model.ops)
     ops[index] = op.model_copy(update={"inputs": inputs, "dtype": dtype})
     return dataclasses.replace(doc, model=doc.model.model_copy(update={"ops": ops}))
+
+
+def op_variants(doc: "SpecDocument", index: int) -> list[tuple["SpecDocument", str | None]]:
+    """What the build derives for op ``index``: ``(document, dtype)`` once per dtype of
+    an op generated for several (:func:`dtype_variant`), else ``[(doc, None)]``."""
+    dtypes = doc.model.ops[index].dtype
+    if isinstance(dtypes, list):
+        return [(dtype_variant(doc, index, d), d) for d in dtypes]
+    return [(doc, None)]
