@@ -110,6 +110,10 @@ class OutputError(GradgenError):
 
     exit_code = EXIT_OUTPUT
 
+# What SymPy and mpmath raise for a value they cannot build or evaluate (a comparison
+# of a complex number, a huge argument, a division by an exact 0)
+EVALUATION_ERRORS = (TypeError, ValueError, OverflowError, ZeroDivisionError)
+
 
 def short(number) -> str:
     """A number for a message: as written when short, else to 6 significant digits
@@ -122,5 +126,5 @@ def short(number) -> str:
 
     try:
         return str(sympy.N(number, 6))
-    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+    except EVALUATION_ERRORS:
         return text[:20] + f"... ({len(text)} characters)"

@@ -19,7 +19,7 @@ import math
 import sympy
 
 from .. import shapes as sh
-from ..errors import Diagnostic, SpecError, short
+from ..errors import EVALUATION_ERRORS, Diagnostic, SpecError, short
 from ..graph import Term, TensorNode
 from ..spec import Loc, SpecDocument
 from .calls import _Calls
@@ -111,8 +111,7 @@ class _Core:
             raise _ExprError(node, f"'{type(node).__name__}' is not allowed in an expression")
         try:
             term = method(node)
-        except (TypeError, ValueError, ZeroDivisionError, NotImplementedError,
-                OverflowError) as e:
+        except (*EVALUATION_ERRORS, NotImplementedError) as e:
             # SymPy refuses the combination (e.g. comparing an infinite constant), or
             # mpmath overflows evaluating a function of a huge constant (erfc(1e300))
             raise _ExprError(node, f"this expression cannot be built: {e}") from None
@@ -316,7 +315,7 @@ class _Core:
         """
         try:
             return 0j if part.is_extended_real else complex(part.evalf(20))
-        except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+        except EVALUATION_ERRORS as e:
             raise _ExprError(
                 node, f"the constant {short(part)} cannot be evaluated "
                 f"({e or type(e).__name__}); an op with real inputs needs real constants",
