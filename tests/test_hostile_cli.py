@@ -56,6 +56,28 @@ def test_control_a_plain_build_and_check_succeed(tmp_path):
     assert_outcome(attack(tmp_path, ["check", "s.yaml", "-o", "out"]), 0)
 
 
+def test_the_fork_server_gives_what_a_new_interpreter_gives(tmp_path):
+    """attack() forks from a server with the imports done (tests/forked_cli.py): the
+    same exit status, output and files as ``python -m gradgen`` started afresh, for a
+    build that writes, one that is refused, and one that fails writing."""
+    cases = [(["build", "s.yaml", "-o", "out"], SPEC, None),
+             (["build", "s.yaml", "-o", "out"], spec(PWN), None),
+             (["build", "s.yaml", "-o", "out", "--emit-tests", "t"], spec("x * 3"), 2000)]
+    codes = []
+    for args, text, file_size_limit in cases:
+        outcomes = []
+        for fresh in (True, False):
+            folder = tmp_path / f"{len(outcomes)}-{fresh}-{file_size_limit}"
+            folder.mkdir(exist_ok=True)
+            write(folder, {"s.yaml": text})
+            result = attack(folder, args, fresh=fresh, file_size_limit=file_size_limit)
+            outcomes.append((result.code, result.stdout, result.stderr.replace(str(folder), "F"),
+                             result.after))
+        assert outcomes[0] == outcomes[1], args
+        codes.append(outcomes[0][0])
+    assert codes == [0, 2, 4]
+
+
 # ------------------------------------------------------------ 1. text reaching code
 
 
