@@ -6,6 +6,8 @@ printer, CLI) run without it.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import subprocess
 import sys
@@ -89,28 +91,58 @@ def write_files(files: dict, folder: Path) -> None:
         (folder / rel).write_text(text)
 
 
+def _shared_folder(tmp_path_factory) -> Path:
+    """A folder this run's pytest-xdist workers share (their base temporary folders'
+    parent is the run's own), or this process's own without workers."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built"
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock on ``path`` (created), where the platform has one."""
+    try:
+        import fcntl
+    except ImportError:  # no fcntl: each worker builds for itself
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def build(tmp_path_factory, tf):
     """build(spec_text, audit=True) -> imported generated module (cached by spec text).
 
     Suites that measure accuracy against their own 50-digit reference pass
     ``audit=False``: the build-time audit (tested in test_audit.py) would measure the
-    same ops again, at a cost of up to a second per float64 op.
+    same ops again, at a cost of up to a second per float64 op. A spec is built once
+    per run: the first worker to need it builds it into a folder the workers share,
+    under a lock, and the others import what it wrote.
     """
     from gradgen.emit import generate
 
     cache: dict = {}
+    shared = _shared_folder(tmp_path_factory)
+    shared.mkdir(exist_ok=True)
 
     def _build(spec_text: str, audit: bool = True):
         key = (spec_text, audit)
         if key not in cache:
-            folder = tmp_path_factory.mktemp("gen")
-            spec = folder / "spec.yaml"
-            spec.write_text(spec_text)
-            files = generate([str(spec)], str(folder), audit=audit)
-            write_files(files, folder)
-            (rel,) = (name for name in files if name != "_gradgen_runtime.py")
-            cache[key] = import_source(f"gradgen_test_{len(cache)}", folder / rel)
+            digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+            folder = shared / digest
+            with _locked(shared / f"{digest}.lock"):
+                if not (folder / "BUILT").exists():
+                    folder.mkdir(exist_ok=True)
+                    spec = folder / "spec.yaml"
+                    spec.write_text(spec_text)
+                    files = generate([str(spec)], str(folder), audit=audit)
+                    write_files(files, folder)
+                    (rel,) = (name for name in files if name != "_gradgen_runtime.py")
+                    (folder / "BUILT").write_text(rel)
+            rel = (folder / "BUILT").read_text()
+            cache[key] = import_source(f"gradgen_test_{digest}", folder / rel)
         return cache[key]
 
     return _build

@@ -467,6 +467,11 @@ def test_ratio_powers_pair_the_highest_powers_first():
     assert ratio_powers(a**6 * b**-6) == ratio(a, b) ** 6
     assert ratio_powers(a**3 * c**2 * b**-2) == ratio(a, b) ** 2 * a * c**2
     assert ratio_powers(c**2 * a**2 * b**-2 * s) == s * ratio(a, b) ** 2 * c**2
+    # a tie broken by SymPy's sort order, not by the order of Mul's arguments
+    # (cos(s) comes first in the product, sin(a) first in default_sort_key)
+    product = sympy.cos(s) ** 2 * sympy.sin(a) ** 2 * b**-2
+    assert [f.as_base_exp()[0] for f in product.args[:2]] == [sympy.cos(s), sympy.sin(a)]
+    assert ratio_powers(product) == ratio(sympy.sin(a), b) ** 2 * sympy.cos(s) ** 2
     assert ratio_powers(a**2 * b**-3 * c**-2) == ratio(a, b) ** 2 * b**-1 * c**-2
     assert ratio_powers(a * b**-2) is None and ratio_powers(a**2 + b) is None
 
