@@ -337,6 +337,23 @@ def test_removable_singularities_keep_the_value(written, reference):
         assert out.subs(x, 0) == sympy.limit(written, x, 0)
 
 
+def test_a_group_with_a_pole_leaves_the_other_groups_filled():
+    """(sin(x*y)/x + z/x)' in x: the terms in y have a finite limit at x = 0, -z/x**2 has
+    none. The y group is filled and -z/x**2 kept as written: the rule was recorded but
+    nothing filled, and at z = 0 the sum cancelled to 0 at x = 1e-9 (exact -9e-9)."""
+    z = sympy.Symbol("z", real=True)
+    written = sympy.diff(sin(x * y) / x + z / x, x)
+    out, used = guards.removable_singularities(written)
+    assert used == ("removable_singularity",)
+    assert -z / x**2 in out.args and any(isinstance(a, Piecewise) for a in out.args)
+    with mpmath.workdps(DIGITS):
+        for t in (Rational(1, 10**9), Rational(-1, 10**6), Rational(1, 10)):
+            got = out.subs({x: t, y: 3, z: 0}).evalf(DIGITS)
+            a = mpmath.mpf(t.p) / t.q
+            want = 3 * mpmath.cos(3 * a) / a - mpmath.sin(3 * a) / a**2
+            assert abs(mpmath.mpf(str(got)) - want) <= 1e-15 * abs(want), t
+
+
 # ----------------------------------------------- private helpers of the filling
 
 # `limit_at_zero` decides "finite limit or not" and removable_singularities only shows

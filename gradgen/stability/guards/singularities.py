@@ -233,14 +233,20 @@ def _by_inputs(run: _Run, terms, v):
     """The terms with the pole as groups by the other inputs they hold, each group filled
     in on its own (with its own scale), where the whole has no plan: sin(x)/x +
     sin(x*exp(y))/x's derivative, whose terms alone have no finite limit but whose terms
-    in y, and those without, do; else None."""
+    in y, and those without, do. A group with no finite limit (z/x in sin(x*y)/x + z/x)
+    keeps its terms, each visited alone, and the others are still filled: at z = 0 the
+    gradient in x is then the filled group's, not its cancellation (it was 0 at
+    x = 1e-9, exact -9e-9). None where there are not two groups or none fills."""
     groups: dict = {}
     for t in terms:
         groups.setdefault(frozenset(t.free_symbols - {v}), []).append(t)
     if len(groups) < 2:
         return None
-    filled = [_fill(run, sympy.Add(*group), v) for group in groups.values()]
-    return None if any(f is None for f in filled) else sympy.Add(*filled)
+    filled = [(_fill(run, sympy.Add(*group), v), group) for group in groups.values()]
+    if all(f is None for f, _ in filled):
+        return None
+    return sympy.Add(*(f if f is not None else sympy.Add(*(_visit(run, t) for t in group))
+                       for f, group in filled))
 
 
 def _polynomial_near_zero(part, v, plan):
