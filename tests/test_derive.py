@@ -484,3 +484,20 @@ def test_an_input_whose_every_term_sums_to_zero_keeps_its_shape(tmp_path):
     text = source("sum((x - mean(x, axis=-1, keepdims=True)) * b, axis=-1, keepdims=True)",
                   {"x": [4, 3], "b": [4, 1]}, tmp_path)
     assert "grad_b = tf.reduce_sum(t * upstream, axis=[1], keepdims=True)\n" in text
+
+
+@pytest.mark.parametrize("dtype, real", [("float32", True), ("complex64", None)])
+def test_locals_are_real_symbols_in_real_ops_only(dtype, real):
+    """The symbols derivation makes (upstreams, CSE temporaries, gradients) carry the
+    op's field: real in a real op, so that SymPy simplifies them as it does the inputs
+    (sqrt(t**2) is |t|, conjugate(t) is t), and no assumption in a complex op."""
+    from gradgen.derive.context import Derivation
+    from gradgen.expr import parse_op
+    from gradgen.spec import parse_spec
+
+    text = yaml.safe_dump({"version": 1, "module": "m", "dtype": dtype, "ops": [{
+        "name": "f", "inputs": {"x": [3]}, "output": "exp(x)"}]})
+    doc = parse_spec(text.encode(), "s.yaml")
+    t = Derivation.start(parse_op(doc, 0), doc).symbol("t")
+    assert (t.name, t.is_real) == ("t", real)
+    assert (sympy.sqrt(t**2) == sympy.Abs(t)) is bool(real)
