@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: each worker builds for itself
+    fcntl = None
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,17 +98,17 @@ def write_files(files: dict, folder: Path) -> None:
 
 def _shared_folder(tmp_path_factory) -> Path:
     """A folder this run's pytest-xdist workers share (their base temporary folders'
-    parent is the run's own), or this process's own without workers."""
+    parent is the run's own), or this process's own without workers or without a lock
+    to share it under (no fcntl)."""
     base = tmp_path_factory.getbasetemp()
-    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built"
+    shared = os.environ.get("PYTEST_XDIST_WORKER") and fcntl is not None
+    return (base.parent if shared else base) / "built"
 
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """Hold an exclusive lock on ``path`` (created), where the platform has one."""
-    try:
-        import fcntl
-    except ImportError:  # no fcntl: each worker builds for itself
+    """Hold an exclusive lock on ``path`` (created), where the platform has fcntl."""
+    if fcntl is None:
         yield
         return
     with open(path, "a") as handle:

@@ -14,6 +14,7 @@ and (by default) nothing written or changed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -107,19 +108,28 @@ def _fresh(folder, args, environment, limits, timeout):
                for n, f in (("out", process.stdout), ("err", process.stderr))]
     for reader in readers:
         reader.start()
-    killed = threading.Event()
-    timer = threading.Timer(timeout, lambda: (killed.set(), process.kill()))
-    timer.start()
-    # wait4, not Popen.wait: the rusage of this child alone (RUSAGE_CHILDREN would be the
-    # largest of every child this test process ever had)
-    _, status, usage = os.wait4(process.pid, 0)
-    timer.cancel()
+    with _deadline(timeout, process.kill, args):
+        # wait4, not Popen.wait: the rusage of this child alone (RUSAGE_CHILDREN would be
+        # the largest of every child this test process ever had)
+        _, status, usage = os.wait4(process.pid, 0)
     for reader in readers:
         reader.join()
-    if killed.is_set():
-        raise AssertionError(f"gradgen {args} ran longer than {timeout} s")
     return (os.waitstatus_to_exitcode(status), streams["out"], streams["err"],
             usage.ru_maxrss * 1024)
+
+
+@contextlib.contextmanager
+def _deadline(timeout: float, kill, args):
+    """Call ``kill()`` if the block runs longer than ``timeout`` seconds, and then fail."""
+    killed = threading.Event()
+    timer = threading.Timer(timeout, lambda: (killed.set(), kill()))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+    if killed.is_set():
+        raise AssertionError(f"gradgen {args} ran longer than {timeout} s")
 
 
 _SERVER = []
@@ -146,13 +156,8 @@ def _forked(folder, args, environment, limits, timeout):
                                        "streams": streams}) + "\n")
         server.stdin.flush()
         pid = json.loads(server.stdout.readline())["pid"]
-        killed = threading.Event()
-        timer = threading.Timer(timeout, lambda: (killed.set(), os.kill(pid, signal.SIGKILL)))
-        timer.start()
-        reply = json.loads(server.stdout.readline())
-        timer.cancel()
-        if killed.is_set():
-            raise AssertionError(f"gradgen {args} ran longer than {timeout} s")
+        with _deadline(timeout, lambda: os.kill(pid, signal.SIGKILL), args):
+            reply = json.loads(server.stdout.readline())
         stdout, stderr = (Path(n).read_bytes() if os.path.exists(n) else b""
                           for n in streams)
     return reply["code"], stdout, stderr, reply["rss"]
