@@ -64,11 +64,11 @@ def test_the_fork_server_gives_what_a_new_interpreter_gives(tmp_path):
              (["build", "s.yaml", "-o", "out"], spec(PWN), None),
              (["build", "s.yaml", "-o", "out", "--emit-tests", "t"], spec("x * 3"), 2000)]
     codes = []
-    for args, text, file_size_limit in cases:
+    for case, (args, text, file_size_limit) in enumerate(cases):
         outcomes = []
         for fresh in (True, False):
-            folder = tmp_path / f"{len(outcomes)}-{fresh}-{file_size_limit}"
-            folder.mkdir(exist_ok=True)
+            folder = tmp_path / f"{case}-{fresh}"  # each run in a folder of its own
+            folder.mkdir()
             write(folder, {"s.yaml": text})
             result = attack(folder, args, fresh=fresh, file_size_limit=file_size_limit)
             outcomes.append((result.code, result.stdout, result.stderr.replace(str(folder), "F"),
