@@ -383,6 +383,28 @@ def test_fuse_xla_keeps_what_xla_can_compile(output, fuse, dtype):
     assert _derive(output, {"A": [3, 3]}, fuse=fuse, dtype=dtype).fuse == fuse
 
 
+def test_spec_str_writes_conditions_and_numbers_in_the_spec_syntax():
+    """Conditions print with the spec's words and the parentheses precedence needs (the
+    parser reads them back); a Float prints as the shortest double text only where that
+    text is the same number at the Float's precision."""
+    x, y = sympy.symbols("x y", real=True)
+    cases = {
+        sympy.And(sympy.Or(x > 0, y > 0), x < 1): "x < 1 and (x > 0 or y > 0)",
+        sympy.Or(sympy.And(x > 0, y > 0), x < -1): "x < -1 or x > 0 and y > 0",
+        sympy.Not(sympy.And(x > 0, y > 0)): "not (x > 0 and y > 0)",
+        sympy.Eq(x > 0, y > 0, evaluate=False): "(x > 0) == (y > 0)",
+        sympy.Ne(x > 0, y > 0, evaluate=False): "(x > 0) != (y > 0)",
+        sympy.true: "True",
+        sympy.false: "False",
+        sympy.Float(0.5): "0.5",
+        sympy.Float("0.1", 30): "0.1",
+        sympy.Float("0.1000000000000000000001", 30): "0.100000000000000000000100000000",
+    }
+    assert {e: gradgen.derive.spec_str(e) for e in cases} == cases
+    read = _derive("where(not (x > 0 and y > 0), x, y)", {"x": [3], "y": [3]})
+    assert read.forward_text == ("out = where(not (x > 0 and y > 0), x, y)",)
+
+
 def test_a_piecewise_without_an_otherwise_branch_is_written_as_sympy_writes_it():
     """spec_str writes a Piecewise whose last condition is True as nested `where`s, and
     one without such a branch in SymPy's form (which the parser reads, and refuses with

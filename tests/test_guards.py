@@ -843,11 +843,65 @@ def test_vanishing_products(written, expected):
     (x**4 / 1000 * (1 - tanh(x / 4)), "float16", False),
     # the rest (x + 1)**2 - x**2 is inf - inf from 1.3e19, where the product is 2386
     (((x + 1) ** 2 - x**2) * (1 - tanh(x / 10**18)), "float32", False),
+    # the rest overflows from x = 0.66, below 1, where the product is 45000: the check
+    # starts there, not at 1
+    (10**5 * x * exp(-2 * x**4), "float16", False),
+    # the product is moderate only at the top of the range (5e26 at x = 3.4e38, where
+    # x**2 is inf and exp(-x**2 / 1e75) is 0): the check reaches the largest number
+    (x**2 * exp(-x**2 / 10**75), "float32", False),
 ], ids=str)
 def test_vanishing_products_only_where_zero_is_right_in_the_dtype(written, dtype, guarded):
     out, used = guards.vanishing_products(written, dtype)
     assert out.has(mul_no_nan) == guarded
     assert used == (("vanishing_product",) if guarded else ())
+
+
+cosh = sympy.cosh
+
+
+@pytest.mark.parametrize("rest, bound", [
+    # numbers count as at least 1; a Mul's numbers as one coefficient (a rational p/q
+    # as p, since the printer divides by q last); terms and factors do not cancel
+    (x**2 + 5, x**2 + 5),
+    (x**2 + S.Half, x**2 + 1),
+    (x**2 + 1, x**2 + 1),
+    (3 * x / 1000, 3 * x),
+    (sqrt(2) * x**2 / 4, x**2),
+    (x**2 + x, x**2 + x),
+    (x**2 * sin(x), x**2),
+    (x**2 / cosh(x), x**2),
+    (x**3 * mul_no_nan(x, sin(x)), x**4),
+    # not polynomially bounded, or not real
+    (x**-2, None),
+    ((x + exp(x)) ** 2, None),
+    (sympy.Function("g")(x) * x, None),
+    (x**2 + sympy.I, None),
+    (sympy.I * x**2, None),
+], ids=str)
+def test_private_polynomial_bound_of_the_rest(rest, bound):
+    """Private: the bound that decides where a vanishing product's rest overflows."""
+    got = products._polynomial_bound(rest, x)
+    assert got == bound if bound is None else sympy.expand(got - bound) == 0
+
+
+def test_private_which_bounds_overflow_and_which_arguments_decay():
+    assert [products._overflows(b, x) for b in (x**2, 2 * x, x, -x / 2, exp(x), x**2 * y)] == [
+        True, True, False, False, False, False]
+    assert [products._polynomial_in(u, x) for u in (-x**2, S(3), x * y, sqrt(x))] == [
+        True, False, False, False]
+
+
+@pytest.mark.parametrize("rest, decaying, dtype, right", [
+    (x, exp(-x), "complex64", False),  # no format: not checked, not guarded
+    (x / 2, exp(-x), "float32", False),  # the rest never overflows: nothing to guard
+    (x, exp(-x), "float32", True),  # the rest overflows only at the largest number
+    # at the rest's first overflow the product is within the last rounding of the
+    # largest number (1e-9 below it, float32 keeps 7e-8): it overflows
+    (2 * x, 1 - Rational(1, 10**9), "float32", True),
+    (2 * x, 1 - Rational(1, 10**6), "float32", False),
+], ids=str)
+def test_private_zero_is_right_at_the_ends_of_the_range(rest, decaying, dtype, right):
+    assert products._zero_is_right(rest, decaying, rest, x, dtype) is right
 
 
 def test_private_decaying_factors_are_evaluated_without_cancellation():

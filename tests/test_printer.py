@@ -185,6 +185,12 @@ def test_opaque_steps():
     assert p.value(fn.Square(x + 1)) == "tf.math.square(x + 1.0)"
     assert p.value(fn.Recip(x + 1)) == "(1.0 / (x + 1.0))"
     assert p.value(fn.Square(fn.Recip(x + 1))) == "tf.math.square(1.0 / (x + 1.0))"
+    # a ratio kept as written: the numerator parenthesized unless it is a name, a call
+    # or a power
+    assert [p.value(fn.Ratio(a, b)) for a, b in ((x + 1, y), (x, y), (sympy.exp(x), y + 1),
+                                                 (x**2, y), (2 * x, y))] == [
+        "((x + 1.0) / y)", "(x / y)", "(tf.math.exp(x) / (y + 1.0))", "(x * x / y)",
+        "((2.0 * x) / y)"]
     assert p.value(fn.Guard(x, x > 0, 1)) == "tf.where(x > 0.0, x, 1.0)"
     assert p.value(fn.nan_outside(x + 1, x >= -1)) == (
         "tf.where(x >= -1.0, x + 1.0, tf.constant(math.nan, dtype=tf.float32))"
