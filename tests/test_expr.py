@@ -134,6 +134,7 @@ ATTACKS = [
     ("exp(*x)", "'*' unpacking is not allowed"),
     ("10 ** 10 ** 10", "constant power is too large to represent"),
     ("2 ** 4000 * x", "constant power is too large to represent"),
+    ("pi ** 1000000 * x", "constant power is too large to represent"),  # not only integers
     ("1e400 * x", "literal is not finite (overflows float64)"),
     ("x / 0", "expression is infinite or undefined (e.g. 1/0)"),
     ("(" * 300 + "x" + ")" * 300, "too many nested parentheses"),

@@ -354,6 +354,18 @@ def test_a_group_with_a_pole_leaves_the_other_groups_filled():
             assert abs(mpmath.mpf(str(got)) - want) <= 1e-15 * abs(want), t
 
 
+def test_terms_left_as_written_still_have_their_own_singularities_filled():
+    """The terms a fill in x leaves alone are visited for singularities in the other
+    inputs: a term without the pole in x (sin(z)/z beside sin(x)/x), and a group of
+    terms whose pole in x is a true one (sin(z)/(z*x) beside a filled group in x, y)."""
+    z = sympy.Symbol("z", real=True)
+    for written in (sin(x) / x + sin(z) / z,
+                    sympy.diff(sin(x * y) / x, x) + sin(z) / (z * x)):
+        out, used = guards.removable_singularities(written)
+        filled = {frozenset(p.free_symbols - {y}) for p in out.atoms(Piecewise)}
+        assert used == ("removable_singularity",) and filled >= {frozenset({x}), frozenset({z})}, out
+
+
 # ----------------------------------------------- private helpers of the filling
 
 # `limit_at_zero` decides "finite limit or not" and removable_singularities only shows

@@ -294,6 +294,10 @@ MORE_FORMS = {
         (exp(log(x) * sympy.sin(log(y)) + y * log(x)) * x,
          exp(log(x) * sympy.sin(log(y)) + xlogy(y + 1, x))),
         (x**-3 * exp(xlogy(y, x)), exp(xlogy(y - 3, x))),
+        # the term inf at x = 0 in the sum beside it may be a negative power, not only
+        # an xdivy
+        (exp(xlogy(y, x) - x) * (2 / x**2 - 1),
+         2 * exp(xlogy(y - 2, x) - x) - exp(xlogy(y, x) - x)),
     ],
     "power_zero_coefficient": [
         # other factors kept, whatever their order; a zero of k + c; no pole at k = 0
