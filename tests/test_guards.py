@@ -459,6 +459,19 @@ def test_private_singular_in_others(coefficient, singular):
     assert taylor._singular_in_others(coefficient) is singular
 
 
+def test_private_function_of_product_and_horner_in():
+    """``leading * v**r * F(v*w)``: with w = 1 always; with a leading power r (the
+    series of (1 - cos(x*y))/x starts at x*y**2/2) and with a term that is not a function
+    of x*y; Horner's polynomial keeps a coefficient of 1 and skips zeros."""
+    fp = taylor._function_of_product
+    assert fp(sin(x) / x + y, x, S.One, 0, S.One)
+    assert fp((1 - cos(x * y)) / x, x, y, 1, y**2 / 2)
+    assert not fp(sin(x * y + x**21) / x, x, y, 0, y)
+    u = sympy.Symbol("u", real=True)
+    got = taylor._horner_in({1: S.One, 2: S.Zero, 3: Rational(1, 3)}, u)
+    assert sympy.expand(got.replace(Square, lambda a: a**2)) == 1 + u + u**3 / 3
+
+
 def test_private_has_pole_and_vanishes():
     has_pole = singularities._has_pole
     assert has_pole(sin(x) / x, x) and not has_pole(sin(x) / y, x)
