@@ -707,6 +707,14 @@ def test_broadcast_of_two_batches_is_a_new_memoized_batch():
     assert isinstance(joint[0], sh.Batch) and joint[0] not in (BA, BC)
     assert joint[1:] == (3,)
     assert sh.broadcast((BC, 3), (BA, 3), f) == joint
+    # each input's `...` from the factory is its own; unknown core dims of two batched
+    # shapes broadcast with the factory's joint dims too
+    f = fresh()
+    a, b = f.batch(), f.batch()
+    assert a != b
+    n1, n2 = f.unknown(), f.unknown()
+    out = sh.broadcast((a, n1), (b, n2), f)
+    assert out[0] not in (a, b) and out[1] == f.joint(n1, n2)
 
 
 @pytest.mark.parametrize(
