@@ -405,6 +405,14 @@ def test_spec_str_writes_conditions_and_numbers_in_the_spec_syntax():
     assert read.forward_text == ("out = where(not (x > 0 and y > 0), x, y)",)
 
 
+def test_the_partials_of_a_keepdims_reduction_operand_name_it():
+    """A compound operand of a keepdims reduction is differentiated with its narrow
+    cotangent; its partials are listed as those of the reduction's operand."""
+    op = _derive("mean(x**2 + x, axis=-1, keepdims=True) * x", {"x": [None, 3]})
+    assert ("average operand", "x", "2*x + 1") in [
+        (p.output, p.wrt, p.formula) for p in op.partials]
+
+
 def test_a_piecewise_without_an_otherwise_branch_is_written_as_sympy_writes_it():
     """spec_str writes a Piecewise whose last condition is True as nested `where`s, and
     one without such a branch in SymPy's form (which the parser reads, and refuses with
