@@ -90,7 +90,7 @@ def test_flush_leaves_integers_and_float16_alone():
      (BF16, 0x3F80 - 0x0080 + 1), (F16, 0x3C00)],
 )
 def test_ordinals_count_representable_numbers(fmt, one):
-    after_one = float(np.nextafter(fmt.storage(1), fmt.storage(2))) if not fmt.emulated else 1 + 2.0**-7
+    after_one = 1 + 2.0 ** (1 - fmt.precision)  # the next number after 1.0
     values = [0.0, -0.0, fmt.tiny, 1.0, after_one, -1.0, -after_one]
     got = fmt.ordinal(values)
     assert got.dtype == np.int64
@@ -120,7 +120,7 @@ NEIGHBOURS = [
     (F32, 0.0, -TINY32, TINY32),  # past the flushed subnormals
     (F32, TINY32, 0.0, TINY32 * (1 + 2.0**-23)),  # the subnormal below reads as 0
     (F32, -2.0, -2 - 2.0**-22, -2 + 2.0**-23),
-    (F32, float(np.finfo(np.float32).max), float(np.nextafter(np.float32(3.4028235e38), np.float32(0))), np.inf),
+    (F32, F32.largest, F32.largest - 2.0**104, np.inf),  # one ulp below, then inf
     (F64, 1.0, 1 - 2.0**-53, 1 + 2.0**-52),
     (F16, 0.0, -(2.0**-24), 2.0**-24),  # float16 keeps its subnormals
     (F16, 1.0, 1 - 2.0**-11, 1 + 2.0**-10),
