@@ -385,7 +385,7 @@ def test_fuse_xla_keeps_what_xla_can_compile(output, fuse, dtype):
 
 def test_spec_str_writes_conditions_and_numbers_in_the_spec_syntax():
     """Conditions print with the spec's words and the parentheses precedence needs (the
-    parser reads them back); a Float prints as the shortest double text only where that
+    parser reads back those the language allows); a Float prints as the shortest double text only where that
     text is the same number at the Float's precision."""
     x, y = sympy.symbols("x y", real=True)
     cases = {
