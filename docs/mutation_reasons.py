@@ -196,6 +196,11 @@ REASONS = [
      "equivalent: And() drops a True argument, _safe_values(True) is {}, and None is "
      "falsy like False"),
     (r"stability\.guards\.(branches.*guard_branches"
+     r"|singularities.*(_visit_branches|_fill_point|_polynomial_near_zero))",
+     r"evaluate=None",
+     "equivalent: Piecewise.__new__ evaluates only where evaluate is true, so None is "
+     "False"),
+    (r"stability\.guards\.(branches.*guard_branches"
      r"|singularities.*(_visit_branches|_fill_point|_polynomial_near_zero))", r"evaluate=",
      "not detected: SymPy's evaluation leaves every recorded guarded or filled-in "
      "Piecewise as built; evaluate=False keeps it so where a condition could be merged "
@@ -220,8 +225,11 @@ REASONS = [
      "equivalent: a count of 2s is 0 exactly when the count of 1s is"),
     (r"hypot", r"sum\(2 for",
      "equivalent: a count of 2s is 0 exactly when the count of 1s is"),
-    (r"stability\.guards\.taylor.*taylor_polynomial", r"series\(standard\(expr\), v, None",
+    (r"stability\.guards\.taylor.*(taylor_polynomial|_series)", r"series\(standard\(expr\), v, None",
      "equivalent: SymPy's series takes x0=None as 0"),
+    (r"guards\.taylor.*taylor_plan", r"q >= 0\]|q > 1\]",
+     "equivalent: a term with q at most 1 gives a scale at most 1, and the scale is the "
+     "largest of those and 1.0"),
     (r"stability\.guards\.singularities.*_vanishes", r"return True",
      "unreachable: subs at 0 raised for no expression derivation passes (a defense)"),
     (r"stability\.reductions.*_new_node", r"node_assumptions\(op, None|is_complex=None",
@@ -487,11 +495,7 @@ REASONS = [
     (r"expr\.parser.*_Core.*_constant_value", r"evalf\((None|21)\)|type\(None\)",
      "GAP: the precision of the complex-constant check, and the message of an error "
      "without text, are not pinned by a test"),
-    (r"guards\.branches.*_clamped_branch_alone__mutmut_(12|18)$", r"",
-     "GAP: the collapse is limited to a constant other branch (the mutant also "
-     "collapses a non-constant one equal to the clamped branch at its bound, which is "
-     "as right in value) and to guards that are clamps"),
-    (r"guards\.(branches.*_one_sided|taylor.*_function_of_product)", r"real=(None|False)\)|Dummy\(\"[uv]\", \)",
+    (r"guards\.taylor.*_function_of_product", r"real=(None|False)\)|Dummy\(\"u\", \)",
      "GAP: the real assumption of the substituted variable; no test shows a case "
      "where SymPy's simplification needs it"),
     (r"guards\.taylor.*_function_of_product__mutmut_21$", r"",

@@ -354,6 +354,14 @@ def test_a_group_with_a_pole_leaves_the_other_groups_filled():
             assert abs(mpmath.mpf(str(got)) - want) <= 1e-15 * abs(want), t
 
 
+def test_a_product_with_an_interval_is_filled_whole_not_by_groups():
+    """A pole times a sum is split into groups of inputs only where the whole has no
+    interval: (sin(x) + y*sin(x))/x has one (its ratios are numbers), so it is one fill."""
+    out, used = guards.removable_singularities((sin(x) + y * sin(x)) / x)
+    assert used == ("removable_singularity",)
+    assert isinstance(out, Piecewise) and len(out.atoms(Piecewise)) == 1, out
+
+
 def test_terms_left_as_written_still_have_their_own_singularities_filled():
     """The terms a fill in x leaves alone are visited for singularities in the other
     inputs: a term without the pole in x (sin(z)/z beside sin(x)/x), and a group of
@@ -397,6 +405,85 @@ def test_private_taylor_refuses_infinite_coefficients():
     assert taylor.taylor_polynomial(sin(x) / x + y, x, 4) == _horner(
         [1 + y, 0, Rational(-1, 6), 0, Rational(1, 120)])
 
+
+
+# taylor_plan: (h, w) of the polynomial's interval |x * w| <= h. h0 = eps**(1/(m + 1 + k))
+# (float32, degree m = 4, pole order k = 1: 2**(-23/6) = 0.070), divided by the scale
+# s = max |q_j|**(1/(j - r)) over j <= m + 1, then halved (2 digits) until the tail
+# sum_j |q_j| h**(j - r) over j = m + 1 .. m + TAIL_TERMS is at most eps**((m + 1)/(m + 1 + k)).
+# A number whose float is the float16 largest's square root exactly: not above it.
+_AT_FLOAT16_BOUND = Rational(65504**0.5)
+# a tail exactly at float32's target eps**(5/5) for h = h0 = 2**(-23/5) = 0.041
+_TAIL_AT_TARGET = Rational(2.0**-23 / 0.041**6)
+
+TAYLOR_PLANS = [
+    # unit scale: h0 itself (its tail, x**6/5040 at 0.07, is far below 1.7e-6)
+    (sin(x) / x, 4, "float32", (0.07, 1)),
+    # s = 100/sqrt(6) from q_2: h0 / s = 0.0017
+    (sin(100 * x) / x, 4, "float32", (0.0017, 1)),
+    # a leading power r = 1: 5000 x (1 - 10**4 x**2/12 + ...), s = 100/sqrt(12) from
+    # (q_3)**(1/(3 - r)): h0 / s = 0.0012
+    ((1 - cos(100 * x)) / x, 4, "float32", (0.0012, 1)),
+    # a large coefficient at m + 1 sets the scale: s = (10**6)**(1/5)
+    ((sin(x) + 10**6 * x**6) / x, 4, "float32", (0.0044, 1)),
+    # at m + 2 it is only in the tail: 0.07 halved until 10**6 h**6 <= 1.7e-6 (0.009)
+    ((sin(x) + 10**6 * x**7) / x, 4, "float32", (0.009, 1)),
+    # the tail ends at m + TAIL_TERMS (x**10 in the series): counted; x**11 is not
+    ((sin(x) + 10**8 * x**11) / x, 4, "float32", (0.035, 1)),
+    ((sin(x) + 10**8 * x**12) / x, 4, "float32", (0.07, 1)),
+    # a tail equal to the target is small enough; 100 x**6 is not (halved to 0.021)
+    (1 + _TAIL_AT_TARGET * x**6, 4, "float32", (0.041, 1)),
+    (1 + 100 * x**6, 4, "float32", (0.021, 1)),
+    # sixty halvings at most: 10**109 x**6 needs all of them (float64, h0 = 0.00074)
+    (1 + 10**109 * x**6, 4, "float64", (1.4e-21, 1)),
+    (1 + 10**110 * x**6, 4, "float64", None),
+    # a coefficient up to m above the square root of the dtype's largest: no plan
+    (1 + 1000 * x**4, 4, "float16", None),
+    (1 + _AT_FLOAT16_BOUND * x**4, 4, "float16", (0.063, 1)),
+    # a function of x*y: w = y, h0 (float64: 2**(-52/6))
+    (sin(x * y) / x, 4, "float64", (0.0025, y)),
+    # an irrational scale is no w (pi has no free symbol): the grown plan, h0 and w = 1
+    (sin(sympy.pi * x) / x, 4, "float32", (0.07, 1)),
+]
+
+
+@pytest.mark.parametrize("expr, degree, dtype, plan", TAYLOR_PLANS, ids=str)
+def test_taylor_plan_interval(expr, degree, dtype, plan):
+    polynomial = taylor.taylor_polynomial(expr, x, degree)
+    got = taylor.taylor_plan(expr, x, degree, dtype, polynomial)
+    if plan is None:
+        assert got is None
+    else:
+        assert got is not None and (float(got[0]), got[1]) == plan
+
+
+# _scale_variable: (w, {j: q_j}) with every ratio rho_j = q_j * w**(j - r), or None
+SCALE_VARIABLES = [
+    ({2: -y**2 / 6, 4: y**4 / 120}, 0, (y, {2: Rational(-1, 6), 4: Rational(1, 120)})),
+    ({2: -y**2 / 6}, 0, (y, {2: Rational(-1, 6)})),  # one ratio
+    ({1: S.One, 2: S.One}, 0, (S.One, {1: S.One, 2: S.One})),  # ratios of exactly 1
+    ({3: y**2 / 12}, 1, (y, {3: Rational(1, 12)})),  # w**(j - r)
+    ({2: -y / 6, 4: y**2 / 120}, 0, None),  # w = sqrt(y): not real for y < 0
+    ({2: sympy.pi**2 / 6}, 0, None),  # w = pi: no free symbol
+    ({1: S(2), 2: y}, 0, None),  # w = 1, but q_2 = y is no number
+    ({}, 0, (S.One, {})),
+]
+
+
+@pytest.mark.parametrize("ratios, r, found", SCALE_VARIABLES, ids=str)
+def test_private_scale_variable(ratios, r, found):
+    assert taylor._scale_variable(ratios, r) == found
+
+
+def test_private_taylor_polynomial_is_horner_in_the_variable():
+    """Horner in v itself, whatever the names: SymPy's own choice of generator would put
+    the other input x first for a pole in t."""
+    t = sympy.Symbol("t", real=True)
+    got = taylor.taylor_polynomial(sin(t) / t + x * (1 - cos(t)) / t**2, t, 4)
+    assert got == sympy.horner(
+        (1 + x / 2) + (-Rational(1, 6) - x / 24) * t**2
+        + (Rational(1, 120) + x / 720) * t**4, wrt=t)
+    assert got.as_poly(t).all_coeffs()[-1] == 1 + x / 2
 
 # The guards' private helpers, one table each: the public functions show their answers
 # only combined (a limit and a Taylor polynomial, a bound and a safe value), so a wrong
@@ -715,6 +802,12 @@ def test_guard_branches_safe_value_keeps_the_branch_finite(branch, cond, safe):
     # infinite at the bound (1/x at 0), or its derivative is (sqrt(x) at 0): inside
     (Piecewise((1 / (x - 1), x > 1), (0, True)), x > 1, 2, None),
     (Piecewise((sympy.sqrt(x) * sympy.exp(x), x > 0), (0, True)), x > 0, 1, None),
+    # the same at an upper bound: sqrt(-x) at 0
+    (Piecewise((sympy.sqrt(-x) * sympy.exp(x), x < 0), (0, True)), x < 0, -1, None),
+    # the derivative of |x| at 0 is sign(0) = 0 for a real x (the bound itself)
+    (Piecewise((sympy.exp(-sympy.Abs(x)), x > 0), (0, True)), x > 0, 0, "maximum"),
+    # the derivative in x of a branch in x and y
+    (Piecewise((sympy.exp(-x * y), x > 2), (0, True)), x > 2, 2, "maximum"),
 ])
 def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
     written, cond, safe, clamp
@@ -745,6 +838,28 @@ def test_guard_branches_drop_the_where_the_clamp_makes_redundant(written, expect
     out, used = guards.guard_branches(written)
     assert out == expected
     assert used == ("double_where",)
+
+
+def test_private_clamped_branch_alone_only_for_a_number_and_clamps_at_zero():
+    """The collapse needs the other branch to be a number and every guard a clamp at 0
+    on the branch's own condition; where either fails the where is kept, even where
+    the values would agree (y*exp(0) is y; exp at the point x = 1's safe 0 is 1)."""
+    alone = branches._clamped_branch_alone
+    clamped = exp(Guard(x, x <= 0, 0))
+    assert alone([(S.One, x > 0), (clamped, True)], [x > 0, x <= 0]) == clamped
+    assert alone([(y, x > 0), (y * clamped, True)], [x > 0, x <= 0]) is None
+    no_clamp = exp(Guard(x, Ne(x, 1), 0))
+    assert guards.clamp_of(no_clamp.args[0]) is None
+    assert alone([(S.One, Eq(x, 1)), (no_clamp, True)], [Eq(x, 1), Ne(x, 1)]) is None
+
+
+def test_clamp_of_reads_one_bound_on_the_guarded_value():
+    """A guard is a clamp only where its condition bounds the guarded value itself, from
+    one side, at its safe value: not a bound on another input, not a point."""
+    assert guards.clamp_of(Guard(x, x <= 0, 0)) == ("minimum", x, 0)
+    assert guards.clamp_of(Guard(x, y <= 0, 0)) is None
+    assert guards.clamp_of(Guard(x, Eq(x, 0), 0)) is None
+    assert guards.clamp_of(Guard(x, x <= 0, -1)) is None
 
 
 def test_clamp_guards_print_as_minimum_and_maximum():

@@ -67,6 +67,7 @@ def test_numbers_never_change_dtype():
 
 def test_math_constants_are_tracked():
     p = TFPrinter("float64")
+    assert p.value(softplus(2) * x) == "2.1269280110429727 * x"  # math has no softplus
     assert not p.uses_math
     p.value(sympy.pi * x)
     assert p.uses_math
@@ -185,6 +186,7 @@ def test_opaque_steps():
     assert p.value(fn.Square(x + 1)) == "tf.math.square(x + 1.0)"
     assert p.value(fn.Recip(x + 1)) == "(1.0 / (x + 1.0))"
     assert p.value(fn.Square(fn.Recip(x + 1))) == "tf.math.square(1.0 / (x + 1.0))"
+    assert p.value(sympy.erf(fn.Recip(x + 1))) == "tf.math.erf(1.0 / (x + 1.0))"
     # a ratio kept as written: the numerator parenthesized unless it is a name, a call
     # or a power
     assert [p.value(fn.Ratio(a, b)) for a, b in ((x + 1, y), (x, y), (sympy.exp(x), y + 1),
