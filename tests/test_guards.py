@@ -362,6 +362,17 @@ def test_a_product_with_an_interval_is_filled_whole_not_by_groups():
     assert isinstance(out, Piecewise) and len(out.atoms(Piecewise)) == 1, out
 
 
+def test_removable_singularities_keep_the_conditions_as_given():
+    """Each branch of an unevaluated Piecewise is filled with its conditions as they
+    are: evaluating it again would write `2*x > 1` as `x > 1/2` and `x <= 1` (the
+    negation of the first) as True."""
+    written = Piecewise((0, x > 1), (sin(x) / x, x <= 1), (2 * x, 2 * x > 1), (1, True),
+                        evaluate=False)
+    out, _ = guards.removable_singularities(written)
+    assert [c for _, c in out.args] == [x > 1, x <= 1, 2 * x > 1, S.true]
+    assert isinstance(out.args[1][0], Piecewise)
+
+
 def test_terms_left_as_written_still_have_their_own_singularities_filled():
     """The terms a fill in x leaves alone are visited for singularities in the other
     inputs: a term without the pole in x (sin(z)/z beside sin(x)/x), and a group of
