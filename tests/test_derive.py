@@ -405,6 +405,17 @@ def test_spec_str_writes_conditions_and_numbers_in_the_spec_syntax():
     assert read.forward_text == ("out = where(not (x > 0 and y > 0), x, y)",)
 
 
+def test_a_dropped_operand_beside_a_rewritten_reduction_is_broadcast_from_it(tmp_path):
+    """log(sum(exp(x), keepdims)) is rewritten to a logsumexp node inside another
+    reduction's operand, and y - y is dropped: the operand is broadcast back to its
+    written shape at run time from the new node (the sum node it replaced is not
+    computed: a leaf set still naming it stops the build with a KeyError)."""
+    text = source("sum(log(sum(exp(x), axis=-1, keepdims=True)) + y - y, axis=-1)",
+                  {"x": [None, None], "y": [None, None]}, tmp_path)
+    assert ("tf.broadcast_to(lse, tf.broadcast_dynamic_shape(tf.shape(lse), tf.shape(y)))"
+            in text)
+
+
 def test_the_partials_of_a_keepdims_reduction_operand_name_it():
     """A compound operand of a keepdims reduction is differentiated with its narrow
     cotangent; its partials are listed as those of the reduction's operand."""
