@@ -1059,6 +1059,15 @@ def test_private_zero_is_right_at_the_ends_of_the_range(rest, decaying, dtype, r
     assert products._zero_is_right(rest, decaying, rest, x, dtype) is right
 
 
+def test_private_zero_is_right_needs_every_50_digit_product():
+    """A product that cannot be evaluated at a checked point is not known to be right:
+    mpmath's erfc raises OverflowError past 1e300 (float64's points), so the guard stays
+    off where without that factor it is on."""
+    assert products._zero_is_right(x**40, exp(-x), x**40, x, "float64") is True
+    assert products._zero_is_right(x**40 * sympy.erfc(x), exp(-x), x**40, x,
+                                   "float64") is False
+
+
 def test_private_decaying_factors_are_evaluated_without_cancellation():
     """Private: the check of test_vanishing_products_only_where_zero_is_right_in_the_dtype
     evaluates the product at 50 digits from the rest's first overflow on, where
