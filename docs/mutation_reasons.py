@@ -509,8 +509,7 @@ REASONS = [
      "GAP: the real assumption of the substituted variable; no test shows a case "
      "where SymPy's simplification needs it"),
     (r"guards\.taylor.*_function_of_product__mutmut_21$", r"",
-     "GAP: a SymPy error while checking that a formula is a function of v*w counts as "
-     "not one; no formula found that makes simplify raise there"),
+     "killed since the run: test_private_function_of_product_and_horner_in"),
     (r"derive\.reverse.*_operand_vjp__mutmut_28$", r"",
      "equivalent: the shape of a contribution with a wide value is read nowhere: "
      "unbroadcast.accumulate sums such a contribution by its value or wide value alone, "
