@@ -83,6 +83,21 @@ REASONS = [
     (r"guards\.singularities.*_by_inputs", r"and False",
      "GAP: the case where one group of terms fills its removable singularity and "
      "another does not; no test found an expression that reaches it"),
+    (r"guards\.products.*_decay_argument", r"-other \* one",
+     "equivalent: one is +1 or -1, so dividing by it is multiplying"),
+    (r"guards\.products.*_decay_argument", r"f\.exp (>= 0|> 1):",
+     "equivalent: x**0 is 1 and x**1 is x in SymPy, so no integer power 0 or 1 is a Pow"),
+    (r"guards\.products.*_decay_argument", r"isinstance\(f, sympy\.Add\) or len",
+     "equivalent: a two-argument product or call with +1 or -1 among its arguments "
+     "(-1 * tanh(u)), less that one, is never +-tanh(u) nor minus a tanh square"),
+    (r"guards\.products.*_decay_argument__mutmut_4$", r"",
+     "killed since the run: test_vanishing_products, x**2 * sigmoid(x)**2"),
+    (r"derive\.elementwise.*check_printable__mutmut_(9|1[0-6])$", r"",
+     "killed since the run: test_a_real_op_whose_derivative_is_imaginary_is_refused "
+     "(the whole message)"),
+    (r"derive\.cse.*temp_name", r"label\(expr\.args\[1\]\) and label\(expr\.args\[0\]\)",
+     "equivalent: label is pure, so the order of the two tests of an and does not "
+     "matter"),
     (r"guards\.products.*_without_cancellation", r"(sign|u) / (one|sign)",
      "equivalent: one and sign are each +1 or -1, so dividing by them is multiplying"),
     (r"guards\.taylor.*_grown_plan", r"rate >= 0",

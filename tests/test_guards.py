@@ -926,6 +926,8 @@ VANISHING = [
     (x**2 * (1 - tanh(x)) * (1 + tanh(x)), mul_no_nan(x**2, (1 - tanh(x)) * (1 + tanh(x)))),
     (x**2 * (1 - tanh(x) ** 2), mul_no_nan(x**2, 1 - tanh(x) ** 2)),
     (x**2 / sympy.cosh(x) ** 2, mul_no_nan(x**2, sympy.cosh(x) ** -2)),
+    # a positive power of a decaying factor decays
+    (x**2 * sigmoid(x) ** 2, mul_no_nan(x**2, sigmoid(x) ** 2)),
     (sin(x) + 3 * x**2 * exp(-x), sin(x) + mul_no_nan(3 * x**2, exp(-x))),
     # R may hold bounded factors
     (x**2 * sin(x) * exp(-x), mul_no_nan(x**2 * sin(x), exp(-x))),
