@@ -131,6 +131,21 @@ def test_mean_of_squares_plus_eps_needs_no_zero_guard(tmp_path):
     assert "tf.math.rsqrt(t)" in text
 
 
+def test_cse_temporaries_are_named_after_what_they_hold():
+    """A temporary of a power, reciprocal, ratio or function of named symbols is named
+    after them (a symbol's local name where it has one); anything else is `t`."""
+    from gradgen import functions as fn
+    from gradgen.derive.cse import temp_name
+
+    x, y = sympy.symbols("x y", real=True)
+    names = {y: "scale"}
+    cases = [(x**2, "x_sq"), (sympy.sqrt(x), "sqrt_x"), (1 / x, "inv_x"),
+             (fn.Square(x), "x_sq"), (fn.Recip(y), "inv_scale"),
+             (fn.Ratio(x, y), "x_over_scale"), (fn.Ratio(x + 1, y), "t"),
+             (fn.Ratio(x, y + 1), "t"), (sympy.exp(x), "exp_x"), (x * y, "t")]
+    assert [temp_name(e, names) for e, _ in cases] == [n for _, n in cases]
+
+
 def test_a_derivative_over_the_size_bound_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(gradgen.derive.elementwise, "MAX_PARTIAL_OPS", 3)
     with pytest.raises(SpecError) as info:

@@ -298,6 +298,9 @@ MORE_FORMS = {
         # an xdivy
         (exp(xlogy(y, x) - x) * (2 / x**2 - 1),
          2 * exp(xlogy(y - 2, x) - x) - exp(xlogy(y, x) - x)),
+        # ... with the other factors kept in each term
+        (sympy.sin(z) * exp(xlogy(y, x) - x) * (2 / x**2 - 1),
+         2 * sympy.sin(z) * exp(xlogy(y - 2, x) - x) - sympy.sin(z) * exp(xlogy(y, x) - x)),
     ],
     "power_zero_coefficient": [
         # other factors kept, whatever their order; a zero of k + c; no pole at k = 0
