@@ -111,6 +111,15 @@ REASONS = [
     (r"derive\.unbroadcast.*x_reduced", r"scale == 1 and rest == 1",
      "GAP: a total whose every factor is constant along the kept axes (rest 1) while "
      "its declared shape is not; no test has one"),
+    (r"derive\.unbroadcast.*x_reduced", r"rest == 2 or",
+     "GAP: a total whose every factor is constant along the kept axes (rest 1) while "
+     "its declared shape is not; no test has one"),
+    (r"derive\.unbroadcast.*x_reduced", r"unbroadcast\((total|rest), plan, None\)",
+     "equivalent: past _reduced_axes the plan is static, and a static unbroadcast "
+     "never reads its target"),
+    (r"shapes.*reduction_plan", r"has_batch\(None\) or has_batch\(output_shape\)",
+     "equivalent: the output shape is the broadcast of the input's with others, so it "
+     "has a batch dim wherever the input has one"),
     (r"derive\.unbroadcast.*accumulate", r"zero_groups\[:2\]",
      "GAP: an input with two groups of contributions (of different shapes) that each "
      "sum to 0; no test has one"),
