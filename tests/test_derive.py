@@ -131,6 +131,27 @@ def test_mean_of_squares_plus_eps_needs_no_zero_guard(tmp_path):
     assert "tf.math.rsqrt(t)" in text
 
 
+def test_example_shapes_and_named_dims_of_batched_inputs():
+    """The emitted tests' shapes: named dims distinct (4, 5) and null dims 3 with batch
+    [2], then every unknown dim 3 with batch [2, 3], then 1 without one; and each dim
+    name several inputs declare, with its axes (counted from the end after a `...`)."""
+    from gradgen.derive.assemble import example_shapes, named_dims
+    from gradgen.expr import parse_op
+    from gradgen.spec import parse_spec
+
+    text = ("version: 1\nmodule: m\nops:\n  - name: f\n"
+            "    inputs: {x: [..., m, n, 3], y: [n, null], z: [..., m, n, 1]}\n"
+            "    output: x * y + z\n")
+    p = parse_op(parse_spec(text.encode(), "s.yaml"), 0)
+    assert example_shapes(p) == (
+        ((2, 4, 5, 3), (5, 3), (2, 4, 5, 1)),
+        ((2, 3, 3, 3, 3), (3, 3), (2, 3, 3, 3, 1)),
+        ((1, 1, 3), (1, 3), (1, 1, 1)),
+    )
+    assert named_dims(p) == (("m", (("x", -3), ("z", -3))),
+                             ("n", (("x", -2), ("y", 0), ("z", -2))))
+
+
 def test_cse_temporaries_are_named_after_what_they_hold():
     """A temporary of a power, reciprocal, ratio or function of named symbols is named
     after them (a symbol's local name where it has one); anything else is `t`."""
