@@ -417,7 +417,6 @@ def test_private_taylor_refuses_infinite_coefficients():
         [1 + y, 0, Rational(-1, 6), 0, Rational(1, 120)])
 
 
-
 # taylor_plan: (h, w) of the polynomial's interval |x * w| <= h. h0 = eps**(1/(m + 1 + k))
 # (float32, degree m = 4, pole order k = 1: 2**(-23/6) = 0.070), divided by the scale
 # s = max |q_j|**(1/(j - r)) over j <= m + 1, then halved (2 digits) until the tail
