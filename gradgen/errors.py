@@ -115,6 +115,13 @@ class OutputError(GradgenError):
 EVALUATION_ERRORS = (TypeError, ValueError, OverflowError, ZeroDivisionError)
 
 
+def error_text(error: BaseException) -> str:
+    """A library's exception for a message: its words, or its type where it has none
+    (mpmath and SymPy raise ``OverflowError()`` and ``NotImplementedError()`` bare; an
+    exception object is true even then, so ``f"{e or ...}"`` never falls back)."""
+    return str(error) or type(error).__name__
+
+
 def short(number) -> str:
     """A number for a message: as written when short, else to 6 significant digits
     (a 1,200-digit constant is not repeated in full), else, where SymPy cannot evaluate

@@ -198,6 +198,24 @@ def test_a_constant_sympy_cannot_evaluate_is_refused_not_a_traceback(text, const
     assert reason and " " in reason.group(1)  # SymPy's words, not only the error's type
 
 
+def test_an_evaluation_error_without_words_is_named_by_its_type():
+    """Where SymPy's error carries no message, the refusal names the error's type (an
+    empty pair of parentheses says nothing)."""
+    from gradgen.expr.parser import _Core
+    from gradgen.expr.syntax import _ExprError
+
+    class Unevaluable(sympy.Symbol):  # a constant whose evaluation raises OverflowError()
+        is_extended_real = None
+
+        def evalf(self, *args, **kwargs):
+            raise OverflowError()
+
+    with pytest.raises(_ExprError) as info:
+        _Core._constant_value(None, Unevaluable("c"))
+    assert info.value.message == ("the constant c cannot be evaluated (OverflowError); an "
+                                  "op with real inputs needs real constants")
+
+
 def test_a_real_constant_sympy_knows_is_real_is_not_evaluated():
     """log1p(1e-300) is real (and 1/log1p(1e-300) is 1e300): the check for complex
     constants does not evaluate it, where 20 digits made it 0 and 1/0 an internal

@@ -19,7 +19,7 @@ import math
 import sympy
 
 from .. import shapes as sh
-from ..errors import EVALUATION_ERRORS, Diagnostic, SpecError, short
+from ..errors import EVALUATION_ERRORS, Diagnostic, SpecError, error_text, short
 from ..graph import Term, TensorNode
 from ..spec import Loc, SpecDocument
 from .calls import _Calls
@@ -114,7 +114,7 @@ class _Core:
         except (*EVALUATION_ERRORS, NotImplementedError) as e:
             # SymPy refuses the combination (e.g. comparing an infinite constant), or
             # mpmath overflows evaluating a function of a huge constant (erfc(1e300))
-            raise _ExprError(node, f"this expression cannot be built: {e}") from None
+            raise _ExprError(node, f"this expression cannot be built: {error_text(e)}") from None
         if isinstance(term.expr, sympy.Basic) and term.expr.has(
             sympy.zoo, sympy.nan, sympy.oo, -sympy.oo
         ):
@@ -318,7 +318,7 @@ class _Core:
         except EVALUATION_ERRORS as e:
             raise _ExprError(
                 node, f"the constant {short(part)} cannot be evaluated "
-                f"({e or type(e).__name__}); an op with real inputs needs real constants",
+                f"({error_text(e)}); an op with real inputs needs real constants",
             ) from None
 
 

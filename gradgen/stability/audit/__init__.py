@@ -27,6 +27,7 @@ import numpy as np
 import sympy
 
 from ... import ir
+from ...errors import error_text
 from .. import formats
 from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
@@ -126,7 +127,7 @@ def audit_op(op: ir.OpIR, views, random_points: int | None = None) -> Audit:
     try:
         reference = Reference(op)
     except NotImplementedError as e:  # SymPy cannot differentiate or print it for mpmath
-        return Audit(op.name, op.dtype, skipped=f"no exact reference ({e})")
+        return Audit(op.name, op.dtype, skipped=f"no exact reference ({error_text(e)})")
     exact = reference.evaluate(fmt, points)
     names = [i.name for i in op.inputs]
     out_names = [o.name for o in op.outputs]
