@@ -8,7 +8,8 @@ declared shapes decide them, ``_unbroadcast`` from run-time shapes where they do
 so an output that was not broadcast is never summed over another output's broadcast
 axes. Where a static reduction keeps dims, a sum made cheaper is exact
 (:func:`reduced`: terms that sum to 0 are dropped, a factor constant along the axes is
-taken out). Comment lines say which axes and why.
+taken out; where every term of every group sums to 0, the value is exact zeros, not the
+rounding noise of those sums). Comment lines say which axes and why.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def accumulate(d: Derivation, contributions, target, target_shape):
                 break
         else:
             groups.append((c.shape, [c]))
-    parts, comments, zero_groups = [], [], []
+    parts, comments = [], []
     for shape, members in groups:
         total = add([m.value for m in members])
         above = [c for m in members for c in m.comments]
@@ -53,10 +54,8 @@ def accumulate(d: Derivation, contributions, target, target_shape):
         comments.extend(indent + line for line in dropped)
         if value is not None:
             parts.append(value)
-        else:
-            zero_groups.append(unbroadcast(total, plan, target))
-    if not parts and not narrow:  # every group sums to 0: keep one (the shape)
-        parts = zero_groups[:1]
+    if not parts and not narrow:  # every group sums to exactly 0: zeros, not rounding noise
+        parts = [ir.Call("zeros_like", (target,))]
     for c in narrow:  # a part of the target's shape broadcasts the others in the sum
         parts.append(c.value if parts else c.wide)
     comments.extend(line for c in narrow for line in c.comments)
