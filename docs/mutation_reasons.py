@@ -108,12 +108,11 @@ REASONS = [
      "equivalent: _zero_sum does not read the derivation (its parameter is unused)"),
     (r"derive\.unbroadcast.*x_reduced", r"scale == 2 or",
      "equivalent: scale == 1 is a number, which the next test takes"),
-    (r"derive\.unbroadcast.*x_reduced", r"scale == 1 and rest == 1",
-     "GAP: a total whose every factor is constant along the kept axes (rest 1) while "
-     "its declared shape is not; no test has one"),
-    (r"derive\.unbroadcast.*x_reduced", r"rest == 2 or",
-     "GAP: a total whose every factor is constant along the kept axes (rest 1) while "
-     "its declared shape is not; no test has one"),
+    (r"derive\.unbroadcast.*x_reduced", r"scale == 1 and rest == 1|rest == 2 or",
+     "unreachable: rest is 1 only where every symbol of the total has size 1 along the "
+     "kept axes, but a total's shape is the broadcast of its symbols' shapes (an upstream "
+     "broadcast wider is a symbol of the wide shape, upstream_wide), and a kept axis is "
+     "one where that shape is not 1"),
     (r"derive\.unbroadcast.*x_reduced", r"unbroadcast\((total|rest), plan, None\)",
      "equivalent: past _reduced_axes the plan is static, and a static unbroadcast "
      "never reads its target"),
@@ -123,10 +122,11 @@ REASONS = [
     (r"derive\.assemble.*(example_shapes__mutmut_(5|6|7|29|31)|named_dims__mutmut_(3|5|14))$",
      r"", "killed since the run: test_example_shapes_and_named_dims_of_batched_inputs"),
     (r"derive\.assemble.*op_ir__mutmut_(61|69)$", r"",
-     "GAP (not read: reached at the end of the run): an input's domain in the IR"),
+     "killed since the run: test_domains.py's test_emitted_cases_carry_the_domains "
+     "(that file is in the test selection since)"),
     (r"derive\.unbroadcast.*accumulate", r"zero_groups\[:2\]",
-     "GAP: an input with two groups of contributions (of different shapes) that each "
-     "sum to 0; no test has one"),
+     "killed since the run: the line is gone; a cotangent whose every group sums to 0 "
+     "is zeros (test_reduced_sums.py, two such groups for mu)"),
     (r"families\.powers.*_exp_power__mutmut_28$", r"",
      "killed since the run: test_stable.py exp_power, sin(z) times a sum with 2 / x**2"),
     (r"families\.powers.*_exp_power", r"\(f is not e\) or True",
@@ -551,12 +551,20 @@ REASONS = [
      "equivalent for inputs: the extra point lies beyond the largest finite number"),
     (r"guards\.products.*_zero_is_right__mutmut_78$", r"",
      "killed since the run: test_private_zero_is_right_needs_every_50_digit_product"),
-    (r"expr\.parser.*_Core.*_constant_value", r"evalf\((None|21)\)|type\(None\)",
-     "GAP: the precision of the complex-constant check, and the message of an error "
-     "without text, are not pinned by a test"),
+    (r"expr\.parser.*_Core.*_constant_value", r"evalf\((None|21)\)",
+     "equivalent: only whether the imaginary part is 0 is read (and 6 digits of it), and "
+     "evalf computes each part to a relative precision: an exact 0 is 0 at every "
+     "precision, the noise of a 0 SymPy cannot prove is not (I*(sin(1)**2 + cos(1)**2 - "
+     "1): 4e-140j at 15 digits, 6e-151j at 20, 9e-131j at 21)"),
+    (r"expr\.parser.*_Core.*_constant_value", r"type\(None\)",
+     "killed since the run: test_an_evaluation_error_without_words_is_named_by_its_type "
+     "(which found `e or ...` never fell back: errors.error_text now)"),
     (r"guards\.taylor.*_function_of_product", r"real=(None|False)\)|Dummy\(\"u\", \)",
-     "GAP: the real assumption of the substituted variable; no test shows a case "
-     "where SymPy's simplification needs it"),
+     "equivalent: what is read is whether the other inputs are gone after v = u / w, and "
+     "they cancel through products, which Abs, sign and powers split whatever u's "
+     "assumptions; u's realness changes only how functions of u alone simplify (15 forms "
+     "with Abs, sign, Max, Piecewise, floor, roots: the same answer with u real, "
+     "unassumed and non-real)"),
     (r"guards\.taylor.*_function_of_product__mutmut_21$", r"",
      "killed since the run: test_private_function_of_product_and_horner_in"),
     (r"derive\.reverse.*_operand_vjp__mutmut_28$", r"",
