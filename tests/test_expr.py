@@ -198,6 +198,15 @@ def test_a_constant_sympy_cannot_evaluate_is_refused_not_a_traceback(text, const
     assert reason and " " in reason.group(1)  # SymPy's words, not only the error's type
 
 
+def test_the_bound_on_a_folded_constant_is_1100_bits():
+    """SymPy folds a product of constants into one (2**900 * 2**199 is one Integer,
+    each power below the power's own bound): 1100 bits are built (the printer refuses
+    them later as not finite), 1101 are refused here."""
+    assert program("x * 2**900 * 2**199")
+    assert refused("x * 2**900 * 2**200") == ("a constant here has more than 300 digits, "
+                                              "beyond any floating-point type")
+
+
 def test_an_evaluation_error_without_words_is_named_by_its_type():
     """Where SymPy's error carries no message, the refusal names the error's type (an
     empty pair of parentheses says nothing)."""

@@ -723,6 +723,9 @@ def test_broadcast_of_two_batches_is_a_new_memoized_batch():
         ((BA, 3), (2, 3), "shapes [..., 3] and [2, 3] do not broadcast: [2, 3] has more "
          "dims than [..., 3] has after '...', so its leading dims would meet the batch "
          "dims; start it with '...' too"),
+        ((2, 3), (BA, 3), "shapes [2, 3] and [..., 3] do not broadcast: [2, 3] has more "
+         "dims than [..., 3] has after '...', so its leading dims would meet the batch "
+         "dims; start it with '...' too"),  # the batch in either operand
         ((BA, 3), (BC, 2, 3), "shapes [..., 3] and [..., 2, 3] do not broadcast: both "
          "start with '...' (any number of batch dims) but have different numbers of dims "
          "after it, so which dims meet depends on the batch ranks"),
