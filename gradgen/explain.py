@@ -12,10 +12,9 @@ TensorFlow.
 
 from __future__ import annotations
 
-import sympy
-
 from .pipeline import derive_op
 from .errors import UsageError
+from .pinned import latex
 from .safe import markdown_text
 from .spec import load_spec
 
@@ -113,7 +112,7 @@ def _gradient_lines(op, indent: str) -> list[str]:
 
 
 def _latex(expr) -> str:
-    return sympy.latex(expr) if expr is not None else ""
+    return latex(expr) if expr is not None else ""
 
 
 def _markdown(op, where, audit=None, note=None) -> str:

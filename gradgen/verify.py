@@ -33,6 +33,7 @@ from . import functions as fn
 from .functions import declarations as fns
 from . import ir
 from .errors import EXIT_VERIFY_FAILED, GradgenError
+from .pinned import Pinned
 from .spec import COMPLEX_DTYPES, INT_DTYPES
 
 RANGES = ((0.5, 1.5), (0.1, 0.9), (1.5, 3.0), (-1.5, -0.5), (-0.9, 0.9), (-3.0, 3.0))
@@ -96,7 +97,7 @@ _LAMBDIFY_SETTINGS = {"fully_qualified_modules": False, "inline": True,
                       "allow_unknown_functions": True, "user_functions": {}}
 
 
-class _BroadcastingPrinter(NumPyPrinter):
+class _BroadcastingPrinter(Pinned, NumPyPrinter):
     """NumPy code in which ``And``/``Or`` broadcast their operands, as TensorFlow's
     ``logical_and`` does (NumPyPrinter's ``logical_and.reduce((a, b))`` first stacks
     them into one array, which fails for a [2, 3] mask and a [1, 3] comparison)."""

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gradgen"
 # may import only modules of a lower rank (its own package's modules aside).
 RANKS = {
     "version": 0, "errors": 0,
-    "safe": 1, "naming": 1, "budget": 1, "formatter": 1, "ir": 1, "runtime": 1,
+    "safe": 1, "pinned": 1, "naming": 1, "budget": 1, "formatter": 1, "ir": 1, "runtime": 1,
     "files": 2, "shapes": 2, "render": 2, "loading": 2,
     "spec": 3,
     "functions": 4, "graph": 4,

@@ -18,13 +18,14 @@ from sympy.printing.str import StrPrinter
 
 from .. import stability as stable
 from ..graph import Program, TensorNode
+from ..pinned import Pinned
 from ..stability import guards
 from .forms import ratio_powers
 
 FORMULA_MAX_CHARS = 240
 
 
-class _SpecText(StrPrinter):
+class _SpecText(Pinned, StrPrinter):
     """SymPy's str form in the spec's syntax: conditions with ``and``, ``or``, ``not``,
     ``==`` and ``!=`` (the expression language refuses ``&``, ``|``, ``~``); a
     ``Piecewise`` with an otherwise-branch as nested ``where``; numbers as the shortest
@@ -75,7 +76,7 @@ class _SpecText(StrPrinter):
 def spec_str(expr) -> str:
     """A formula for docstrings, comments and explain, in the spec's syntax (the parser
     reads it back: the Python API writes SymPy expressions with it)."""
-    return _SpecText({"order": None}).doprint(expr)
+    return _SpecText().doprint(expr)
 
 
 def shorten(text: str) -> str:

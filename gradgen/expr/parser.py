@@ -21,6 +21,7 @@ import sympy
 from .. import shapes as sh
 from ..errors import EVALUATION_ERRORS, Diagnostic, SpecError, error_text, short
 from ..graph import Term, TensorNode
+from ..pinned import sstr
 from ..spec import Loc, SpecDocument
 from .calls import _Calls
 from .syntax import (
@@ -299,7 +300,7 @@ class _Core:
                     if value.imag != 0:
                         raise _ExprError(
                             node,
-                            f"the constant {sympy.sstr(part)} is complex "
+                            f"the constant {sstr(part)} is complex "
                             f"({value.real:g}{value.imag:+g}j); complex values need "
                             "complex inputs",
                         )

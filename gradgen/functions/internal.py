@@ -14,6 +14,7 @@ import hashlib
 import sympy
 from sympy import S
 
+from ..pinned import srepr
 from .base import RealUnary
 
 
@@ -172,7 +173,7 @@ class Const(sympy.Symbol):
     that common-subexpression elimination leaves it inline; printed from ``value``."""
 
     def __new__(cls, value):
-        name = "_const_" + hashlib.sha256(sympy.srepr(value).encode()).hexdigest()[:12]
+        name = "_const_" + hashlib.sha256(srepr(value).encode()).hexdigest()[:12]
         obj = super().__new__(cls, name, real=bool(value.is_real))
         obj.value = value
         return obj

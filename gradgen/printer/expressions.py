@@ -31,6 +31,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from .. import functions as fn
 from .. import runtime
 from ..functions import declarations as fns
+from ..pinned import Pinned
 from ..spec import HALF_DTYPES
 from ..stability.guards import clamp_of
 from .errors import PrintError
@@ -77,7 +78,11 @@ _EQUALITY = {sympy.Eq: "tf.math.equal", sympy.Ne: "tf.math.not_equal"}
 _LOGICAL = {sympy.And: "tf.math.logical_and", sympy.Or: "tf.math.logical_or"}
 
 
-class TFPrinter(TensorflowPrinter):
+class _Constants(Pinned, PythonCodePrinter):
+    """Python literals of constants (math.pi...), from the class defaults only."""
+
+
+class TFPrinter(Pinned, TensorflowPrinter):
     """Prints elementwise SymPy expressions as TensorFlow code.
 
     Args:
@@ -91,7 +96,7 @@ class TFPrinter(TensorflowPrinter):
         self.dtype = dtype
         self.uses_math = False
         self.helpers: set[str] = set()
-        self._constants = PythonCodePrinter({"standard": "python3"})
+        self._constants = _Constants({"standard": "python3"})
 
     # ------------------------------------------------------------------ entry points
 

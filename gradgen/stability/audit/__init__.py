@@ -28,6 +28,7 @@ import sympy
 
 from ... import ir
 from ...errors import error_text
+from ...pinned import srepr, sstr
 from .. import formats
 from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
@@ -101,10 +102,19 @@ class Audit:
 def seed_text(op: ir.OpIR) -> str:
     """What the sample is seeded from: name, dtype and the forward as written."""
     reference = ";".join(
-        f"{s.target}={sympy.srepr(s.value) if not isinstance(s.value, ir.Call) else s.value}"
+        f"{s.target}={_call_text(s.value) if isinstance(s.value, ir.Call) else srepr(s.value)}"
         for s in op.reference
     )
     return f"{op.name}|{op.dtype}|{reference}"
+
+
+def _call_text(value) -> str:
+    """``repr(value)`` of an :class:`ir.Call` as the dataclass writes it, its SymPy
+    arguments printed pinned (:mod:`gradgen.pinned`)."""
+    if not isinstance(value, ir.Call):
+        return sstr(value)
+    args = ", ".join(_call_text(a) for a in value.args) + ("," if len(value.args) == 1 else "")
+    return f"Call(fn={value.fn!r}, args=({args}), params={value.params!r})"
 
 
 def audit_op(op: ir.OpIR, views, random_points: int | None = None) -> Audit:

@@ -34,6 +34,7 @@ from sympy.printing.pycode import MpmathPrinter
 
 from ... import ir
 from ...functions import declarations as fns
+from ...pinned import Pinned
 from ..formats import Format
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
@@ -96,7 +97,7 @@ _NAMESPACE = {
 }
 
 
-class _ReferencePrinter(MpmathPrinter):
+class _ReferencePrinter(Pinned, MpmathPrinter):
     """SymPy's mpmath printer, with a power whose exponent is not a number as
     :func:`_pow` (a number's power, x**2 or sqrt, prints as before)."""
 

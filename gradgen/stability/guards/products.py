@@ -21,6 +21,7 @@ from sympy import S
 
 from ...functions import mul_no_nan, sigmoid
 from ...functions.declarations import of_class
+from ...pinned import mpmath_printer
 from .. import formats
 from .constants import SOUNDNESS_POINTS
 from .walk import as_polynomial, bottom_up, standard
@@ -169,8 +170,8 @@ def _zero_is_right(rest, decaying, bound, v, dtype: str) -> bool:
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if size(mpmath.exp(mid)) >= top else (mid, hi)
         first = mpmath.exp(hi)
-        product = sympy.lambdify(
-            v, standard(_without_cancellation(rest * decaying)), "mpmath")
+        product = sympy.lambdify(v, standard(_without_cancellation(rest * decaying)),
+                                 "mpmath", printer=mpmath_printer())
         for k in range(SOUNDNESS_POINTS + 1):
             t = first * (top / first) ** (mpmath.mpf(k) / SOUNDNESS_POINTS)
             for x in (t, -t):
