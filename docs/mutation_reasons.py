@@ -73,9 +73,32 @@ REASONS = [
      "equivalent: evaluate=None takes evaluate=False's path in Piecewise.__new__, and "
      "evaluating a Piecewise whose values are all negated changes nothing (negation "
      "keeps its conditions and which of its values are equal)"),
-    (r"derive\.forms.*ratio_powers", r"default_sort_key\(f\[1\]\)",
-     "GAP: the tie-break between bases of equal powers; no test has two bases whose "
-     "Mul order differs from SymPy's default sort order"),
+    (r"derive\.forms.*ratio_powers__mutmut_(32|33|44)$", r"",
+     "killed since the run: test_ratio_powers_pair_the_highest_powers_first (a tie among "
+     "the denominators; two pairs)"),
+    (r"derive\.forms.*ratio_powers", r"exp >= 0|exp > 1",
+     "equivalent: exp is an integer of magnitude at least 2 here"),
+    (r"derive\.elementwise.*elementwise_vjp", r"narrow is None\) or True|narrow\[2\]",
+     "unreachable: a narrow cotangent comes with a compound operand only "
+     "(reverse._operand_vjp adds a bare symbol's itself), and a compound expression is "
+     "never equal to one of its symbols"),
+    (r"derive\.stabilize.*finalize__mutmut_21$", r"",
+     "killed since the run: test_a_vanishing_product_is_guarded_in_the_op_dtype"),
+    (r"derive\.stabilize.*finalize__mutmut_25$", r"",
+     "killed since the run: test_cheaper.py (in the test selection since)"),
+    (r"derive\.text.*spec_str__mutmut_2$", r"",
+     "killed since the run: the line is gone (gradgen.pinned: every printer starts from "
+     "its class defaults, and test_pinned.py shows that global settings change nothing)"),
+    (r"shapes.*x_broadcast__mutmut_3$", r"",
+     "killed since the run: test_broadcast_with_batch_errors, a batch in the second "
+     "shape only"),
+    (r"expr\.parse.*_input_vars__mutmut_(36|44)$", r"",
+     "killed since the run: test_domains.py (in the test selection since)"),
+    (r"expr\.parser.*_Core.*visit__mutmut_50$", r"",
+     "killed since the run: test_the_bound_on_a_folded_constant_is_1100_bits"),
+    (r"expr\.parser.*_Core.*_check_real_constants__mutmut_9$", r"",
+     "killed since the run: the bad-spec record of refused_values.yaml "
+     "(cannot_be_evaluated, its position)"),
     (r"derive\.context.*Derivation.*symbol", r"\"REAL\"",
      "GAP: the locals and upstreams of a real op lose their real assumption (SymPy "
      "ignores the unknown key); no selected test shows a derivation that needs it"),

@@ -398,6 +398,15 @@ def _derive(output, inputs, fuse="xla", dtype="float32", where=None):
     return gradgen.pipeline.derive_op(parse_spec(text.encode(), "s.yaml"), 0)
 
 
+@pytest.mark.parametrize("dtype, guarded", [("float32", False), ("float64", True)])
+def test_a_vanishing_product_is_guarded_in_the_op_dtype(dtype, guarded):
+    """x**4 overflows where x**4 exp(-x / 1e8) / 1000 is exactly 0 in float64
+    (mul_no_nan keeps it 0, not NaN), but where it is 2.9e16 in float32 (a guard would
+    make it 0): derivation decides in the op's dtype."""
+    op = _derive("x**4 * exp(-x / 10**8) / 1000", {"x": [3]}, fuse="none", dtype=dtype)
+    assert any("mul_no_nan" in str(s.value) for s in op.forward) == guarded
+
+
 _NO_XLA = ("TensorFlow has no XLA kernel for it (MatrixDeterminant, complex "
            "MatrixInverse); use fuse: none for this op")
 
@@ -555,7 +564,14 @@ def test_ratio_powers_pair_the_highest_powers_first():
     bases = [f.as_base_exp()[0] for f in product.args]
     assert bases.index(sympy.cos(s)) < bases.index(sympy.sin(a))
     assert ratio_powers(product) == ratio(sympy.sin(a), b) ** 2 * sympy.cos(s) ** 2
+    # ... among the denominators too (the product's order has cos(s) before log(c))
+    product = a**2 * sympy.log(c) ** -2 * sympy.cos(s) ** -2
+    bases = [f.as_base_exp()[0] for f in product.args]
+    assert bases.index(sympy.cos(s)) < bases.index(sympy.log(c))
+    assert ratio_powers(product) == ratio(a, sympy.log(c)) ** 2 * sympy.cos(s) ** -2
     assert ratio_powers(a**2 * b**-3 * c**-2) == ratio(a, b) ** 2 * b**-1 * c**-2
+    # two pairs: each becomes a ratio
+    assert ratio_powers(a**3 * s**2 * b**-3 * c**-2) == ratio(a, b) ** 3 * ratio(s, c) ** 2
     assert ratio_powers(a * b**-2) is None and ratio_powers(a**2 + b) is None
 
 
