@@ -21,7 +21,6 @@ from ..spec import (
     Loc,
     OpSpec,
     SpecDocument,
-    default_memory,
 )
 from .parser import _Parser
 
@@ -34,9 +33,9 @@ def _dim(d, factory: sh.DimFactory) -> sh.Dim:
     return factory.unknown() if d is None else d
 
 
-def _compute_dtype(op: OpSpec, default: str) -> str:
-    """The one float/complex dtype of the op's non-integer inputs (the module's default,
-    or float32, when every input is an integer).
+def _compute_dtype(op: OpSpec, default) -> str:
+    """The one float/complex dtype of the op's non-integer inputs (``default``, the op's
+    dtype, when every input is an integer; float32 where that is not one dtype).
 
     Raises:
         ValueError: inputs of different float or complex dtypes (the message says so).
@@ -92,7 +91,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
     base: Loc = ("ops", index)
     factory = sh.DimFactory()
     try:
-        dtype = _compute_dtype(op, op.dtype if isinstance(op.dtype, str) else "float32")
+        dtype = _compute_dtype(op, op.dtype)
     except ValueError as e:
         raise SpecError(_diag(doc, op.name, base + ("inputs",), str(e))) from None
     is_complex = dtype in COMPLEX_DTYPES
@@ -134,8 +133,8 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         single=op.output is not None,
         dtype=dtype,
         key=base,
-        memory=op.memory or default_memory(op.fuse or "none"),
-        fuse=op.fuse or "none",
+        memory=op.memory,  # spec/resolve.py filled in both
+        fuse=op.fuse,
         shape_of=parser.shape_of,
         factory=factory,
     )
