@@ -573,6 +573,10 @@ REASONS = [
      r"workdps\(51\)|range\(201\)|\) > top else|value <= tiny|value > edge",
      "equivalent: one more digit or bisection step, or a tie at exactly the smallest "
      "normal number or the edge, which a 50-digit product does not hit"),
+    (r"guards\.products.*_zero_is_right", r"\"mpmath\", (printer=None)?\)",
+     "equivalent for the decision: lambdify's own mpmath printer differs from the pinned "
+     "one only under global printing settings, which reorder a sum's terms: a rounding "
+     "difference at mpmath's working precision, far below the thresholds checked"),
     (r"guards\.products.*_zero_is_right", r"SOUNDNESS_POINTS \+ 2",
      "equivalent for inputs: the extra point lies beyond the largest finite number"),
     (r"guards\.products.*_zero_is_right__mutmut_78$", r"",
