@@ -24,7 +24,6 @@ import warnings
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import sympy
 
 from ... import ir
 from ...errors import error_text
