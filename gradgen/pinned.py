@@ -47,11 +47,16 @@ def latex(expr) -> str:
     return _Latex().doprint(expr)
 
 
+# the settings sympy.lambdify gives the printer it makes for a module (plus
+# ``user_functions`` from a dict among its modules), for a printer passed as printer=
+LAMBDIFY_SETTINGS = {"fully_qualified_modules": False, "inline": True,
+                     "allow_unknown_functions": True}
+
+
 def mpmath_printer() -> MpmathPrinter:
-    """The printer ``sympy.lambdify(..., "mpmath")`` makes (its settings for that
-    module), pinned: pass it as ``printer=``."""
-    return _Mpmath({"fully_qualified_modules": False, "inline": True,
-                    "allow_unknown_functions": True})
+    """The printer ``sympy.lambdify(..., "mpmath")`` makes, pinned: pass it as
+    ``printer=``."""
+    return _Mpmath(LAMBDIFY_SETTINGS)
 
 
 class _Repr(Pinned, ReprPrinter):

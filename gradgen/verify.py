@@ -33,7 +33,7 @@ from . import functions as fn
 from .functions import declarations as fns
 from . import ir
 from .errors import EXIT_VERIFY_FAILED, GradgenError
-from .pinned import Pinned
+from .pinned import LAMBDIFY_SETTINGS, Pinned
 from .spec import COMPLEX_DTYPES, INT_DTYPES
 
 RANGES = ((0.5, 1.5), (0.1, 0.9), (1.5, 3.0), (-1.5, -0.5), (-0.9, 0.9), (-3.0, 3.0))
@@ -90,11 +90,6 @@ def _cofactor(call, a):
 # under (lambdify calls an unknown function by its name in the first module).
 _NUMPY = {f"_{f.name}": f.numpy for f in fns.with_numpy()}
 _REPLACE = {cls: f"_{f.name}" for f in fns.with_numpy() for cls in f.classes}
-
-
-# lambdify's own printer settings (sympy/utilities/lambdify.py)
-_LAMBDIFY_SETTINGS = {"fully_qualified_modules": False, "inline": True,
-                      "allow_unknown_functions": True, "user_functions": {}}
 
 
 class _BroadcastingPrinter(Pinned, NumPyPrinter):
@@ -166,7 +161,7 @@ class _Evaluator:
             e = e.xreplace(dict(zip(symbols, internal)))
             f = sympy.lambdify(
                 internal, e, modules=[_NUMPY, "numpy"],
-                printer=_BroadcastingPrinter(_LAMBDIFY_SETTINGS),
+                printer=_BroadcastingPrinter({**LAMBDIFY_SETTINGS, "user_functions": {}}),
             )
             self._compiled[expr] = (f, [s.name for s in symbols])
         f, names = self._compiled[expr]

@@ -34,7 +34,7 @@ from sympy.printing.pycode import MpmathPrinter
 
 from ... import ir
 from ...functions import declarations as fns
-from ...pinned import Pinned
+from ...pinned import LAMBDIFY_SETTINGS, Pinned
 from ..formats import Format
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
@@ -209,8 +209,7 @@ class Reference:
             if name not in namespace and name != "Piecewise" and not hasattr(mpmath, name):
                 namespace[name] = _evalf_function(type(f))
         # lambdify's own printer settings for these modules, with powers as _pow
-        printer = _ReferencePrinter({"fully_qualified_modules": False, "inline": True,
-                                     "allow_unknown_functions": True,
+        printer = _ReferencePrinter({**LAMBDIFY_SETTINGS,
                                      "user_functions": {k: k for k in namespace}})
         return sympy.lambdify(self.symbols, expr, modules=[namespace, "mpmath"], cse=cse,
                               printer=printer)
