@@ -212,8 +212,14 @@ class _Odd(sympy.StrictGreaterThan):
 
 
 def test_print_errors_name_the_function():
+    from gradgen.functions import Const
+
     cases = [
         (sympy.exp(1000) * x, "constant", "constant exp(1000) is not finite in float64"),
+        # mpmath's own exponent overflows: an internal error until it was caught
+        (Const(sympy.exp(sympy.exp(sympy.exp(1000)))) * x, "constant",
+         "constant exp(exp(exp(1000))) cannot be evaluated (int too large to convert to "
+         "float); it is not finite in float64"),
         (sympy.Piecewise((x, x > 0)), "Piecewise", "a Piecewise without a final True branch"),
         (sympy.Function("mystery")(x), "mystery", "mystery has no TensorFlow form"),
         (sympy.Heaviside(x), "Heaviside", "Heaviside has no TensorFlow form"),

@@ -15,7 +15,7 @@ import math
 import sympy
 from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
-from ..errors import short
+from ..errors import EVALUATION_ERRORS, error_text, short
 from .errors import PrintError
 
 
@@ -27,9 +27,14 @@ def number_literal(expr, constants) -> tuple[str, bool]:
         constants: a SymPy ``PythonCodePrinter`` (spells ``math.pi``, ``math.log(2)``).
 
     Raises:
-        PrintError: the constant is not finite in float64.
+        PrintError: the constant is not finite in float64, or mpmath cannot evaluate it
+            (``exp(exp(exp(1000)))`` overflows mpmath's own exponent).
     """
-    value = complex(expr.evalf(30))
+    try:
+        value = complex(expr.evalf(30))
+    except EVALUATION_ERRORS as e:
+        raise PrintError("constant", f"constant {short(expr)} cannot be evaluated "
+                         f"({error_text(e)}); it is not finite in float64") from None
     if not (math.isfinite(value.real) and math.isfinite(value.imag)):
         raise PrintError("constant", f"constant {short(expr)} is not finite in float64")
     if expr.is_Integer:
