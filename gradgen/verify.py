@@ -42,6 +42,7 @@ MAX_RESULT_ELEMENTS = 1 << 20  # per value computed: 8 MiB of float64
 STEP = 1e-6
 RTOL = 1e-5
 ATOL = 1e-8
+NOISE_ULPS = 4  # rounding errors of f's evaluation, in units of eps * |f|
 
 
 class VerificationError(GradgenError):
@@ -449,6 +450,13 @@ def _directional_error(op, evaluator, inputs, upstreams, name, grad, rng):
     derived = np.sum(np.conj(grad) * e)
     scale = float(np.sum(np.abs(np.conj(grad) * e))) + abs(numeric)
     error = abs(numeric - derived)
-    if not np.isfinite(numeric) or error <= RTOL * scale + ATOL:
+    # the difference quotient's own rounding: each value of f is off by about
+    # eps * |f|, divided by 2h (1e8 * x + y: |f| ~ 1e8 leaves y's quotient 2e-3 of
+    # noise, which no finite difference resolves)
+    noise = NOISE_ULPS * np.finfo(np.float64).eps / (2 * h) * sum(
+        float(np.sum(np.abs(u) * (np.abs(p) + np.abs(m))))
+        for u, p, m in zip(upstreams, f_plus, f_minus)
+    )
+    if not np.isfinite(numeric) or error <= RTOL * scale + ATOL + noise:
         return None
     return float(error), float(error / max(scale, 1e-300))

@@ -36,6 +36,28 @@ def test_a_wrong_partial_fails_the_build_with_exit_3(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+def _op(output):
+    doc = parse_spec(f"version: 1\nmodule: m\ndtype: float64\nops:\n  - name: f\n"
+                     f"    inputs: {{x: [3], y: [3]}}\n    output: {output}\n".encode(), "s.yaml")
+    return derive_op(doc, 0)
+
+
+def test_a_large_term_beside_an_input_is_not_a_false_mismatch(monkeypatch):
+    """f = 1e8 x + y: each value of f is rounded to about 1e8 * eps, so y's difference
+    quotient carries 2e-3 of noise; that is not a wrong gradient (it failed the build
+    with "this is a gradgen bug"). A wrong one beside a term of 1e6 is still caught."""
+    for output in ("1e8 * x + y", "1e10 * x + y**2"):
+        assert verify_op(_op(output)) is not None, output
+    original = gradgen.derive.elementwise.partial
+
+    def doubled_for_y(d, expr, v, *rest):
+        return original(d, expr, v, *rest) * (2 if v.name == "y" else 1)
+
+    monkeypatch.setattr(gradgen.derive.elementwise, "partial", doubled_for_y)
+    with pytest.raises(VerificationError, match="for input 'y'"):
+        verify_op(_op("1e6 * x + y"))
+
+
 def test_a_wrong_unbroadcast_is_caught(monkeypatch):
     original = gradgen.shapes.reduction_plan
 
