@@ -20,7 +20,7 @@ import sympy
 
 from ...functions import Guard
 from .conditions import bound_of, relations_of
-from .walk import as_polynomial, bottom_up
+from .walk import as_polynomial, bottom_up, standard
 
 
 def _safe_values(cond, branch=sympy.S.Zero) -> dict:
@@ -104,8 +104,10 @@ def clamp_of(guard) -> tuple[str, sympy.Basic, sympy.Basic] | None:
 
 def _finite_at(expr, u, c) -> bool:
     """False when ``expr`` at ``u = c`` is infinite or NaN (0/0 is NaN; SymPy leaves NaN's
-    finiteness unknown); True when finite or unknown (other symbols remain)."""
-    at = expr.subs(u, c)
+    finiteness unknown); True when finite or unknown (other symbols remain). gradgen's
+    functions are read as their meaning (``xlogy(a, x)`` as ``a*log(x)``: infinite at
+    x = 0 for a != 0, as its derivatives in ``a`` are, though ``xlogy(0, 0)`` is 0)."""
+    at = standard(expr).subs(u, c)
     return not at.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo)
 
 
