@@ -79,7 +79,11 @@ def _text(op, where, audit=None, note=None) -> str:
     lines.append(f"  forward ({op.dtype}):")
     lines += [f"    {t}" for t in op.forward_text]
     lines.append("  partial derivatives:")
-    lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in op.partials] or ["    none"]
+    for p in op.partials:
+        lines.append(f"    d({p.output})/d({p.wrt}) = {p.formula}")
+        lines += [f"      {point}" for point in p.limits]
+    if not op.partials:
+        lines.append("    none")
     if op.vjp_text:
         lines.append("  matrix VJPs:")
         lines += [f"    {t}" for t in op.vjp_text]

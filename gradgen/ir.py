@@ -164,12 +164,15 @@ class OutputIR:
 @dataclass(frozen=True)
 class PartialIR:
     """A partial derivative: d(output)/d(wrt) = formula (text) = expr (SymPy, with
-    ``where`` names and node operations shown as symbols, for ``gradgen explain``)."""
+    ``where`` names and node operations shown as symbols, for ``gradgen explain``);
+    ``limits``: the points where its value is a limit computed at build time
+    (``at x = 1: -2, the limit from below``)."""
 
     output: str
     wrt: str
     formula: str
     expr: Any = None
+    limits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,9 @@ def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = 
     partials = [p for p in op.partials if p.wrt in {i.name for i in op.inputs}]
     if partials:
         lines += ["", "Partial derivatives:"]
-        lines += [f"    d({p.output})/d({p.wrt}) = {p.formula}" for p in partials]
+        for p in partials:
+            lines.append(f"    d({p.output})/d({p.wrt}) = {p.formula}")
+            lines += [f"        {point}" for point in p.limits]
     if op.memory == "recompute":
         lines += ["", "Memory: the gradient recomputes forward values from the inputs."]
     if op.rewrites:

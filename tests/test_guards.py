@@ -1241,3 +1241,60 @@ def test_exponent_logs_keep_the_value_also_where_k_is_0():
             got = out.subs({y: k, x: v}).evalf(DIGITS)
             want = reference(mpmath.mpf(k.p) / k.q, mpmath.mpf(v.p) / v.q)
             assert got.is_number and abs(mpmath.mpf(str(got)) - want) <= 1e-45 * want, (k, v)
+
+
+# singular_limits: partial -> the points it fills, (input, point, value, sides).
+_SIGN_SQRT = sympy.diff(sympy.sign(x) * sqrt(sympy.Abs(x)), x)
+SINGULAR_LIMITS = [
+    # acos(x)**2: the limit -2 at 1 (from below: acos is real for x <= 1), -inf at -1
+    (-2 * sympy.acos(x) / sqrt((1 - x) * (x + 1)),
+     [(x, -1, -oo, "from above"), (x, 1, -2, "from below")]),
+    (1 / (2 * sqrt(x)), [(x, 0, oo, "from above")]),  # sqrt(x) at 0: +inf
+    (_SIGN_SQRT, [(x, 0, oo, "from both sides")]),  # sign(x)*sqrt(|x|): +inf both sides
+    (y / (2 * sqrt(x)), [(x, 0, oo * y, "from above")]),  # the other input scales it
+]
+# Left as they are (the subgradient 0 stays): a kink whose sides differ, a norm of two
+# inputs (the limit depends on the direction), irrational zeros, no singular factor.
+NO_LIMITS = [
+    sympy.diff(sqrt(sympy.Abs(x)), x),  # -inf from below, +inf from above
+    x / sqrt(x**2 + y**2),
+    x / sqrt(x**2 - 2),
+    sympy.cos(x),
+]
+
+
+@pytest.mark.parametrize("partial, points", SINGULAR_LIMITS, ids=str)
+def test_singular_limits_fill_each_zero_with_the_one_sided_limit(partial, points):
+    out, used, found = guards.singular_limits(partial, {x, y})
+    assert used == ("singular_limit",) and list(found) == points
+    # the formula elsewhere, the limit at each point
+    assert out.args[-1] == (partial, True)
+    for (v, r, value, _), (filled, cond) in zip(points, out.args):
+        assert cond == Eq(v, r)
+        if sympy.sympify(value).has(y):  # 0 where the other input is 0 (the partial is 0 for every x)
+            assert filled == Piecewise((0, Eq(y / 2, 0)), (value / 2, True))
+        else:
+            assert filled == value
+
+
+@pytest.mark.parametrize("partial", NO_LIMITS, ids=str)
+def test_singular_limits_leave_kinks_norms_and_irrational_zeros(partial):
+    assert guards.singular_limits(partial, {x, y}) == (partial, (), ())
+
+
+def test_singular_limits_leave_an_intermediate_alone():
+    """sqrt(s), s = sum(x**2): 1/(2*sqrt(s)) is multiplied by 2*x after; inf*0 is NaN."""
+    s = sympy.Symbol("s", real=True)
+    assert guards.singular_limits(1 / (2 * sqrt(s)), {x}) == (1 / (2 * sqrt(s)), (), ())
+
+
+def test_the_audit_does_not_take_a_slow_pole_for_a_limit():
+    """1/(2*sqrt(x)) is 8e31 a step of 2**-88 from 0 in float32: no limit (was taken as
+    the exact value, so a build giving +inf there reported a NaN/inf finding)."""
+    from gradgen.stability import formats
+    from gradgen.stability.audit.reference import UNDEFINED, _limit
+
+    f32 = formats.get("float32")
+    assert _limit(lambda v: 1 / (2 * mpmath.sqrt(v)), (0.0,), f32)[1] == UNDEFINED
+    value, kind = _limit(lambda v: mpmath.sin(v) / v, (0.0,), f32)
+    assert (value, kind != UNDEFINED) == (1.0, True)

@@ -158,3 +158,58 @@ def test_a_branch_after_an_equality_is_guarded_where_it_is_finite(tf, build):
     # d/dx log(x)/(x-1) = (1/x - log(x)/(x-1)) / (x-1); at 0.5: (2 + 2 log 0.5) / -0.5
     want = [0.0, 0.0, (2 - 2 * np.log(2)) / -0.5, 0.0, (1 / 3 - np.log(3) / 2) / 2]
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_singular_point_gets_the_limit_not_a_convention(tf, build):
+    """Where a sqrt-type factor of one input is singular, the gradient is the one-sided
+    limit toward where the forward is real (it was the subgradient 0 everywhere):
+    acos(x)**2 -> -2 at 1, -inf at -1; sqrt: +inf at 0; sign(x)*sqrt(|x|): +inf at 0;
+    y*sqrt(x): y*inf, and 0 where y = 0. sqrt(|x|) keeps 0: its sides differ."""
+    module = build(
+        "version: 1\nmodule: limits\ndtype: [float32, float64]\nops:\n"
+        "  - name: acos2\n    inputs: {x: [null]}\n    output: acos(x)**2\n"
+        "  - name: signed_root\n    inputs: {x: [null]}\n    output: sign(x)*sqrt(Abs(x))\n"
+        "  - name: scaled_root\n    inputs: {x: [null], y: [null]}\n    output: y*sqrt(x)\n"
+        "  - name: abs_root\n    inputs: {x: [null]}\n    output: sqrt(Abs(x))\n",
+        audit=False,
+    )
+    inf = np.inf
+    for dtype in ("float32", "float64"):
+        (g,) = grads(tf, module.acos2, [-1.0, 0.0, 1.0], dtype=dtype)
+        np.testing.assert_allclose(g, [-inf, -np.pi, -2.0], rtol=1e-6)
+        (g,) = grads(tf, module.signed_root, [0.0, 0.25], dtype=dtype)
+        np.testing.assert_array_equal(g, [inf, 1.0])
+        gx, gy = grads(tf, module.scaled_root, [0.0, 0.0, 0.0, 4.0], [0.0, -1.0, 2.0, 1.0],
+                       dtype=dtype)
+        np.testing.assert_array_equal(gx, [0.0, -inf, inf, 0.25])
+        (g,) = grads(tf, module.abs_root, [0.0], dtype=dtype)
+        np.testing.assert_array_equal(g, [0.0])
+
+
+def test_a_masked_log_has_finite_mixed_second_partials(tf, build):
+    """d/da d/dx and d2/dx2 of where(x >= 0, a*log(x), 0) are 0 where x < 0 (the masked
+    branch was evaluated at x = 0, where a*log(x) and its derivatives are infinite: NaN
+    in float32 and float64), and exact where x > 0."""
+    module = build(
+        "version: 1\nmodule: maskedlog\ndtype: [float32, float64]\nops:\n  - name: f\n"
+        "    inputs: {x: [null], a: [null]}\n    output: where(x >= 0, a*log(x), 0)\n",
+        audit=False,
+    )
+    for dtype in ("float32", "float64"):
+        x = tf.constant([-2.0, -1e-30, 0.5, 3.0], dtype)
+        a = tf.constant([1.5, 2.0, -1.0, 2.0], dtype)
+        with tf.GradientTape(persistent=True) as outer:
+            outer.watch([x, a])
+            with tf.GradientTape() as inner:
+                inner.watch([x, a])
+                y = module.f(x, a)
+            gx, ga = inner.gradient(y, [x, a])
+        dxx, dxa = outer.gradient(gx, [x, a])
+        dax = outer.gradient(ga, x)
+        xs, as_ = x.numpy(), a.numpy()
+        inside = xs > 0
+        xs = np.where(inside, xs, 1.0)  # (the reference's masked values: no 1/0)
+        np.testing.assert_allclose(dxa.numpy(), np.where(inside, 1 / xs, 0), rtol=1e-6)
+        np.testing.assert_allclose(dax.numpy(), np.where(inside, 1 / xs, 0), rtol=1e-6)
+        np.testing.assert_allclose(dxx.numpy(), np.where(inside, -as_ / xs**2, 0),
+                                   rtol=1e-6)

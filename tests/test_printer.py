@@ -53,13 +53,11 @@ def test_numbers_never_change_dtype():
     # alone or first in a call: typed constant; after a tensor: a literal TF converts
     assert p.value(sympy.Integer(3)) == "tf.constant(3.0, dtype=tf.float16)"
     assert p.value(sympy.Piecewise((x, x > 0), (0, True))) == "tf.where(x > 0.0, x, 0.0)"
-    assert p.value(sympy.Piecewise((1, x > 0), (x, True))) == (
-        "tf.where(x > 0.0, tf.constant(1.0, dtype=tf.float16), x)"
-    )
+    # a number branch beside a tensor comes after it, under the negated condition
+    assert p.value(sympy.Piecewise((1, x > 0), (x, True))) == "tf.where(x <= 0.0, x, 1.0)"
     assert p.value(sympy.Piecewise((1, x > 0), (2, x < -1), (0, True))) == (
-        "tf.where(x > 0.0, tf.constant(1.0, dtype=tf.float16), "
-        "tf.where(x < -1.0, tf.constant(2.0, dtype=tf.float16), "
-        "tf.constant(0.0, dtype=tf.float16)))"
+        "tf.where(x <= 0.0, tf.where(x < -1.0, tf.constant(2.0, dtype=tf.float16), "
+        "tf.constant(0.0, dtype=tf.float16)), 1.0)"
     )
     assert "tf.constant(2.0" not in p.value(2 * x)  # Python float * tensor keeps dtype
     assert p.value(sympy.Eq(x, 1)) == "tf.math.equal(x, 1.0)"

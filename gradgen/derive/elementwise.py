@@ -15,6 +15,7 @@ import sympy
 
 from .. import ir
 from .. import shapes as sh
+from ..stability import guards
 from .context import Derivation
 from .cotangents import Contribution, Cotangents
 from .stabilize import finalize, simplify_partial
@@ -98,10 +99,11 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
             continue
         label = f"d({out_name})/d({v.name})"
         p = partial(d, expr, v, key, label)
-        docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p)))
+        filled, points = _limits(d, p)
+        docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p), points))
         if p == 0:
             continue
-        code = finalize(d, p, partial=True)
+        code = finalize(d, filled, partial=True)
         if not d.program.is_complex:
             code = _pull_sign(code)
         g_v = g
@@ -112,6 +114,19 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         comments = () if p.is_number or p.is_Symbol else (
             shorten(f"{label} = {show(p)}  ({key_text})"),)
         state.add(v, Contribution(term, shape, comments))
+
+
+def _limits(d: Derivation, p) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``p`` with its singular points filled by its limits
+    (:func:`gradgen.stability.guards.singular_limits`; real ops), and each filled point
+    as shown: ``at x = 1: -2, the limit from below``."""
+    if d.program.is_complex:
+        return p, ()
+    filled, used, points = guards.singular_limits(p, {v.symbol for v in d.program.inputs})
+    d.rules_used.update(used)
+    show = d.display.show
+    return filled, tuple(f"at {show(v)} = {show(r)}: {show(value)}, the limit {how}"
+                         for v, r, value, how in points)
 
 
 def _covers(d: Derivation, expr, g_shape: sh.Shape, shape: sh.Shape) -> bool:

@@ -138,6 +138,8 @@ class TFPrinter(Pinned, TensorflowPrinter):
     _print_Pi = _print_Integer
     _print_ImaginaryUnit = _print_Integer
     _print_Half = _print_Integer
+    _print_Infinity = _print_Integer  # a limit at build time (guards.singular_limits)
+    _print_NegativeInfinity = _print_Integer
     _print_One = _print_Integer
     _print_Zero = _print_Integer
     _print_NegativeOne = _print_Integer
@@ -310,11 +312,16 @@ class TFPrinter(Pinned, TensorflowPrinter):
             return cast if value == 1 else f"{self._number(value)} * {cast}"
         text = None
         for value, cond in reversed(pairs):
-            if text is None:
-                branches = self._args([value, last])
-            else:  # the else-branch is a tf.where call: a tensor
-                branches = f"{self._args([value])}, {text}"
-            text = f"tf.where({self._print(cond)}, {branches})"
+            rest = self._print(last) if text is None else text  # (a tf.where: a tensor)
+            if value.is_number and (text is not None or not last.is_number):
+                # the tensor first, so that the number takes its dtype (a typed constant
+                # would tie the code to one dtype): where(x != 1, f, 2.0)
+                text = f"tf.where({self._print(sympy.Not(cond))}, {rest}, " \
+                       f"{self._print(value)})"
+            elif text is None:
+                text = f"tf.where({self._print(cond)}, {self._args([value, last])})"
+            else:
+                text = f"tf.where({self._print(cond)}, {self._args([value])}, {text})"
         return text
 
     def _print_Square(self, expr):
@@ -407,8 +414,6 @@ class TFPrinter(Pinned, TensorflowPrinter):
     _print_re = _refuse
     _print_im = _refuse
     _print_arg = _refuse
-    _print_Infinity = _refuse
-    _print_NegativeInfinity = _refuse
     _print_ComplexInfinity = _refuse
     _print_NaN = _refuse
     _print_MatrixBase = _refuse

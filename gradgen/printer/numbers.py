@@ -1,11 +1,12 @@
 """Numeric constants as Python source.
 
 Receives: a SymPy number (an Integer, Rational, Float, a number symbol such as ``pi``, or
-a constant expression such as ``sqrt(2)/2``) and the plain Python printer that spells
+a constant expression such as ``sqrt(2)/2``, or SymPy's ``oo``/``-oo``, from a limit)
+and the plain Python printer that spells
 ``math`` expressions. Returns: :func:`number_literal`'s text, a Python literal
 (``2.0``, ``0.5``, ``(1.0 / 3.0)``, ``(1+2j)``) or a ``math`` expression
-(``math.sqrt(2)/2``), and whether that text uses the ``math`` module. A constant that is
-not finite in float64 raises :class:`~gradgen.printer.errors.PrintError`.
+(``math.sqrt(2)/2``, ``math.inf``), and whether that text uses the ``math`` module. Any
+other constant that is not finite in float64 raises :class:`~gradgen.printer.errors.PrintError`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def number_literal(expr, constants) -> tuple[str, bool]:
         PrintError: the constant is not finite in float64, or mpmath cannot evaluate it
             (``exp(exp(exp(1000)))`` overflows mpmath's own exponent).
     """
+    if expr in (sympy.oo, -sympy.oo):  # a limit (the spec language has no infinity)
+        return ("math.inf" if expr is sympy.oo else "-math.inf"), True
     try:
         value = complex(expr.evalf(30))
     except EVALUATION_ERRORS as e:

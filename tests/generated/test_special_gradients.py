@@ -163,9 +163,7 @@ def _reference_sinc_filled(x):
 
 def _reference_sinc_where(x):
     """`sinc_where`'s forward as written, for float64 (complex128) inputs: no stable rewrites, no custom gradient."""
-    out = tf.where(
-        tf.math.equal(x, 0.0), tf.constant(1.0, dtype=tf.float64), tf.math.sin(x) / x
-    )
+    out = tf.where(tf.math.not_equal(x, 0.0), tf.math.sin(x) / x, 1.0)
     return out
 
 

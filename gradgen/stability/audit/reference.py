@@ -338,7 +338,9 @@ _DIRECTIONS = ((1.0, 0.625, 0.375, 0.8125), (-1.0, -0.5625, -0.6875, -0.3125),
 
 def _limit(f, point, fmt: Format) -> tuple[float, int]:
     """The common value a tiny step away from ``point`` along each direction, if the
-    steps agree (a removable singularity such as sin(x)/x at 0); else UNDEFINED.
+    steps agree and a step as many bits smaller again gives the same value (a removable
+    singularity such as sin(x)/x at 0); else UNDEFINED (no limit, or a pole: 1/sqrt(x)
+    at 0 is 8e31 a step of 2**-88 times float32's smallest normal away, and grows).
 
     A coordinate ``v`` moves by ``|v| * 2**-(p + 64)`` (``p`` the format's precision),
     and 0 by the smallest normal number times that: far below the format's resolution,
@@ -349,23 +351,11 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     for limits of 1/2.
     """
     step_bits = fmt.precision + 64
-    values = []
     directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
-    # the moved point is exact at this precision (at 53 bits, 1 + 2**-117 is 1)
-    point_prec = 2 * (_start_prec(point) + step_bits) + 128
-    for direction in directions:
-        with mpmath.workprec(point_prec):
-            moved = []
-            for i, v in enumerate(point):
-                scale = abs(v) if v != 0 else fmt.tiny
-                d = direction[i % len(direction)]
-                moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
-        exponent = max(abs(int(mpmath.frexp(m)[1])) for m in moved if m != 0)
-        prec = min(4 * (exponent + step_bits) + 128, MAX_PREC // 2)
-        value = _converged(f, moved, prec, fmt)
-        if value is None:
-            return math.nan, UNDEFINED
-        values.append(value)
+    values = [_stepped(f, point, fmt, step_bits, d) for d in directions]
+    values.append(_stepped(f, point, fmt, 2 * step_bits, directions[0]))
+    if any(value is None for value in values):
+        return math.nan, UNDEFINED
     kind = FINITE
     for other in values[1:]:
         agree, kind = _classify(values[0], other, fmt)
@@ -374,6 +364,22 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     if kind == OVERFLOW:
         return math.nan, UNDEFINED  # a pole: infinite, not a number to compare with
     return float(values[0]), FINITE
+
+
+def _stepped(f, point, fmt: Format, step_bits: int, direction):
+    """``f`` a step of ``2**-step_bits`` (relative; for 0, times the smallest normal)
+    from ``point`` along ``direction`` (:func:`_converged`)."""
+    # the moved point is exact at this precision (at 53 bits, 1 + 2**-117 is 1)
+    point_prec = 2 * (_start_prec(point) + step_bits) + 128
+    with mpmath.workprec(point_prec):
+        moved = []
+        for i, v in enumerate(point):
+            scale = abs(v) if v != 0 else fmt.tiny
+            d = direction[i % len(direction)]
+            moved.append(mpmath.mpf(v) + mpmath.ldexp(mpmath.mpf(scale), -step_bits) * d)
+    exponent = max(abs(int(mpmath.frexp(m)[1])) for m in moved if m != 0)
+    prec = min(4 * (exponent + step_bits) + 128, MAX_PREC // 2)
+    return _converged(f, moved, prec, fmt)
 
 
 def _converged(f, point, prec, fmt: Format):

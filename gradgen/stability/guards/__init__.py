@@ -3,6 +3,9 @@
 Consumes: real elementwise SymPy expressions that are ready to print (a forward value
 or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each function:
 
+* :func:`singular_limits` (partials only): where a partial's ``sqrt``-type factors are
+  of one input and singular at rational points, its value there is its one-sided limit
+  toward where it is real (SymPy, at build time): finite, or +-inf where it diverges.
 * :func:`zero_subgradients` (partials only): a factor ``s**(-1/2)`` (from the
   derivative of ``sqrt(s)``), and a factor ``s**(-n)`` where ``s >= 0`` is a compound
   expression that can be 0 (a squared norm, e.g. in the derivatives of ``sqrt(x**2 +
@@ -37,7 +40,7 @@ Every transformation returns an expression equal to its input wherever the input
 finite, plus the names of what it did (for the op's docstring).
 
 Layout: a module per family of guard, in the order :mod:`gradgen.derive` applies them
-(:mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
+(:mod:`.limits`, :mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
 :mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.exponents`), the helpers
 they share (:mod:`.walk`: expression walks; :mod:`.conditions`: a condition's bounds),
 and :mod:`.constants`: the :data:`GUARDS` table (guard name -> identity) and the numbers
@@ -57,6 +60,7 @@ from .constants import (
 )
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
+from .limits import singular_limits
 from .products import vanishing_products
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
@@ -78,6 +82,7 @@ __all__ = [
     "kinks_to_piecewise",
     "limit_at_zero",
     "removable_singularities",
+    "singular_limits",
     "taylor_plan",
     "vanishing_products",
     "zero_subgradients",

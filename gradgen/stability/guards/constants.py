@@ -35,7 +35,10 @@ SOUNDNESS_POINTS = 40
 
 # Each guard's name -> the identity it applies (an op's docstring lists those it used).
 GUARDS = {
-    "sqrt_zero": "d sqrt(s) = 0 where s = 0 (the subgradient 0; TF gives inf, or NaN)",
+    "sqrt_zero": "d sqrt(s) = 0 where s = 0 and no one limit fills it (a kink, or s of "
+    "several inputs: the subgradient 0; TF gives inf, or NaN)",
+    "singular_limit": "where a sqrt-type factor of one input is singular, the partial's "
+    "one-sided limit there, toward where it is real (finite or +-inf)",
     "norm_zero": "1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)",
     "removable_singularity": "a Taylor polynomial near v = 0 where a formula has a "
     "removable 0/0 there",

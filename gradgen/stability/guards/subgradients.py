@@ -7,7 +7,12 @@ factor ``s**(-1/2)`` (from the derivative of ``sqrt(s)``), and a factor ``s**(-n
 where ``s >= 0`` is a compound expression that can be 0 (a squared norm, e.g. in the
 derivatives of ``sqrt(x**2 + y**2)`` and ``atan2(y, x)``), replaced by 0 where
 ``s = 0``: the subgradient 0 of norms at the origin. Elsewhere the value is unchanged.
-Also the names of the guards used (``sqrt_zero``, ``norm_zero``).
+A factor in a Piecewise branch whose condition, or the earlier branches' points
+(``Eq(x, 1)``: :func:`~.limits.singular_limits` fills them), exclude the zeros of ``s``
+is left alone. Also the names of the guards used (``sqrt_zero``, ``norm_zero``).
+
+:func:`rational_zeros` (the real zeros of a low-degree polynomial ``s``, if all are
+rational) is shared with :mod:`.limits`.
 """
 
 from __future__ import annotations
@@ -37,36 +42,85 @@ def _nonzero_under(cond) -> set:
     return out
 
 
+# Polynomials of higher degree are not solved for their zeros.
+MAX_DEGREE = 4
+
+
+def rational_zeros(s, v) -> list | None:
+    """The real zeros of ``s``, a polynomial (or the absolute value of one) in ``v`` of
+    degree 1 to :data:`MAX_DEGREE` with rational coefficients, sorted, if all are
+    rationals of denominator at most 10**6; else None."""
+    poly = s.replace(sympy.Abs, lambda a: a)
+    if not poly.is_polynomial(v):
+        return None
+    p = sympy.Poly(poly, v)
+    if not 0 < p.degree() <= MAX_DEGREE or not all(c.is_Rational for c in p.coeffs()):
+        return None
+    zeros = sympy.real_roots(p)
+    if not all(z.is_Rational and abs(z.q) <= 10**6 for z in zeros):
+        return None
+    return sorted(set(zeros))
+
+
+def singular_factor(e, known, excluded=frozenset()) -> str | None:
+    """The guard a factor ``e`` needs: "sqrt_zero" for ``s**(-1/2)``, "norm_zero" for
+    ``s**(-n)`` of a compound ``s >= 0``, where ``s`` may be 0 (it is not a number, not
+    positive, not in ``known``, and not a function of one input whose zeros are all
+    among the points ``excluded``, ``(v, r)`` pairs); else None."""
+    if not isinstance(e, sympy.Pow) or not (e.exp.is_Rational and e.exp.is_negative):
+        return None
+    s = e.base
+    if s.is_positive or s.is_number or s in known or _zeros_excluded(s, excluded):
+        return None
+    if e.exp == -S.Half:
+        return "sqrt_zero"
+    if s.is_nonnegative and not s.is_Atom:
+        return "norm_zero"
+    return None
+
+
+def _zeros_excluded(s, excluded) -> bool:
+    if not excluded or len(s.free_symbols) != 1:
+        return False
+    (v,) = s.free_symbols
+    zeros = rational_zeros(s, v)
+    return zeros is not None and all((v, z) in excluded for z in zeros)
+
+
+def _points(cond) -> set:
+    """The points ``(v, r)`` that ``cond`` (``Eq(v, r)``, or an ``Or`` of them) selects."""
+    out = set()
+    for rel in cond.args if isinstance(cond, sympy.Or) else (cond,):
+        b = bound_of(rel) if isinstance(rel, sympy.Eq) else None
+        if b and b[1] == "point" and b[2].is_number:
+            out.add((b[0], b[2]))
+    return out
+
+
 def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     """Use 0 where a partial has a ``sqrt``-type or squared-norm singular factor at 0.
 
-    A factor inside a Piecewise branch whose condition already excludes 0 (``x > 0``)
-    is left alone.
+    A factor inside a Piecewise branch whose condition already excludes 0 (``x > 0``),
+    or after branches for every zero of its base (``Eq(x, 0)``), is left alone.
     """
     used = set()
 
-    def fix(e, known):
+    def fix(e, known, excluded):
         if isinstance(e, sympy.Piecewise):
-            pairs = [(fix(v, known | _nonzero_under(c)), c) for v, c in e.args]
+            pairs = []
+            for v, c in e.args:
+                pairs.append((fix(v, known | _nonzero_under(c), excluded), c))
+                excluded = excluded | _points(c)
             return sympy.Piecewise(*pairs)
         if e.args:  # (atoms have none)
-            args = tuple(fix(a, known) for a in e.args)
+            args = tuple(fix(a, known, excluded) for a in e.args)
             if args != e.args:
                 e = e.func(*args)
-        if not isinstance(e, sympy.Pow) or not (
-            e.exp.is_Rational and e.exp.is_negative
-        ):
+        guard = singular_factor(e, known, excluded)
+        if guard is None:
             return e
-        s = e.base
-        if s.is_positive or s.is_number or s in known:
-            return e
-        if e.exp == -S.Half:
-            used.add("sqrt_zero")
-        elif s.is_nonnegative and not s.is_Atom:
-            used.add("norm_zero")
-        else:
-            return e
-        return sympy.Piecewise((e, sympy.Ne(s, 0)), (0, True))
+        used.add(guard)
+        return sympy.Piecewise((e, sympy.Ne(e.base, 0)), (0, True))
 
-    out = fix(expr, frozenset())
+    out = fix(expr, frozenset(), frozenset())
     return out, tuple(sorted(used))

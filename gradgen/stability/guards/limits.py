@@ -1,0 +1,135 @@
+"""Limits, not conventions: a partial's value where its ``sqrt``-type factor is singular.
+
+Receives: a partial derivative after :mod:`gradgen.stability`, a real elementwise SymPy
+expression, before :func:`~.subgradients.zero_subgradients`. Returns
+(:func:`singular_limits`): where every singular factor of the partial (the factors
+:func:`~.subgradients.singular_factor` names: ``s**(-1/2)`` from the derivative of
+``sqrt(s)``, ``s**(-n)`` of a compound ``s >= 0``) is a function of one input ``v`` of the op
+whose real zeros are rational points ``r``, the partial written as
+``Piecewise((L_1, Eq(v, r_1)), ..., (partial, True))``: ``L_i`` the partial's limit as
+``v -> r_i`` from the sides where every such ``s`` is positive (where the forward is
+real), computed by SymPy at build time, finite or +-inf. ``acos(x)**2``: -2 at x = 1
+(the limit from below), -inf at x = -1; ``sqrt(x)``: +inf at 0; ``sign(x)*sqrt(|x|)``:
++inf at 0 (from both sides). Where two sides' limits differ (a true kink: ``|x|`` as
+``sqrt(x**2)``), where SymPy finds no limit, or where the singular factors hold several
+inputs (a norm at the origin, whose limit depends on the direction), the point keeps
+the subgradient 0 of :func:`~.subgradients.zero_subgradients`.
+
+Also the guard's name (``singular_limit``) where it filled a point, and each filled
+point, ``(v, r, value, "from below")``, for ``explain`` and the docstring.
+"""
+
+from __future__ import annotations
+
+import sympy
+from sympy import S
+
+from .constants import LIMIT_MAX_OPS
+from .subgradients import rational_zeros, singular_factor
+from .walk import standard
+
+# How far beside a zero the sign of ``s`` is read (zeros are rational, of height at
+# most 10**6, so no two are this close).
+_BESIDE = sympy.Rational(1, 10**9)
+_SIDES = {"+": "from above", "-": "from below"}
+
+
+def singular_limits(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...], tuple[tuple, ...]]:
+    """``expr`` with its value at the zeros of its singular factors filled by its
+    one-sided limits there (see the module docstring).
+
+    Args:
+        expr: a real partial derivative (SymPy), elementwise.
+        inputs: the op's input symbols. A singular factor of an intermediate (a `where`
+            name, a reduction: ``sqrt(s)``, ``s = sum(x**2)``) is left alone: the chain
+            rule multiplies its partial by more (``2*x``), and inf * 0 is NaN where the
+            norm's subgradient 0 is the value.
+
+    Returns:
+        (the expression, the guard names used, the filled points: ``(v, r, value,
+        sides)``, ``sides`` "from below", "from above" or "from both sides"). ``expr``
+        itself, with no names and no points, where nothing is filled.
+    """
+    if expr.has(sympy.Piecewise) or sympy.count_ops(expr) > LIMIT_MAX_OPS:
+        return expr, (), ()
+    bases = _singular_bases(expr)
+    symbols = set().union(*(s.free_symbols for s in bases)) if bases else set()
+    if len(symbols) != 1 or not symbols <= set(inputs):
+        return expr, (), ()
+    (v,) = symbols
+    zeros = _rational_zeros(bases, v)
+    coeff, rest = expr.as_independent(v, as_Add=False)
+    pieces, points = [], []
+    for r in zeros:
+        found = _limit(rest, v, r, bases)
+        if found is None:
+            continue
+        value, sides = found
+        pieces.append((_times(coeff, value), sympy.Eq(v, r)))
+        points.append((v, r, coeff * value, sides))
+    if not pieces:
+        return expr, (), ()
+    return sympy.Piecewise(*pieces, (expr, True)), ("singular_limit",), tuple(points)
+
+
+def _singular_bases(expr) -> set:
+    """The bases ``s`` of the singular factors of ``expr`` (outside Piecewise: there
+    are none here)."""
+    return {e.base for e in sympy.preorder_traversal(expr) if singular_factor(e, ())}
+
+
+def _rational_zeros(bases, v) -> list:
+    """The real zeros of every base (:func:`~.subgradients.rational_zeros`) if all are
+    rational; else none."""
+    zeros = set()
+    for s in bases:
+        found = rational_zeros(s, v)
+        if found is None:
+            return []
+        zeros.update(found)
+    return sorted(zeros)
+
+
+def _limit(rest, v, r, bases):
+    """(the limit of ``rest`` as ``v -> r``, "from below"/"from above"/"from both
+    sides") from the sides where every base vanishing at ``r`` is positive; None where
+    a side's limit is not found, is not real, or two sides differ."""
+    sides = [d for d in _SIDES if _real_beside(bases, v, r, d)]
+    values = []
+    for d in sides:
+        try:
+            value = sympy.limit(standard(rest), v, r, d)
+        except (ValueError, NotImplementedError, TypeError, ZeroDivisionError,
+                RecursionError):
+            return None
+        if value not in (S.Infinity, S.NegativeInfinity) and (
+            value.is_real is not True or value.has(v, sympy.AccumBounds)
+        ):
+            return None
+        values.append(value)
+    if not values or any(value != values[0] for value in values):
+        return None
+    how = "from both sides" if len(values) == 2 else _SIDES[sides[0]]
+    return values[0], how
+
+
+def _real_beside(bases, v, r, direction) -> bool:
+    """Whether every base that is 0 at ``v = r`` is positive just beside it on the
+    side ``direction`` ("+" above, "-" below)."""
+    point = r + _BESIDE if direction == "+" else r - _BESIDE
+    for s in bases:
+        if s.subs(v, r) != 0:
+            continue
+        beside = s.subs(v, point)
+        if not (beside.is_number and beside.is_positive):
+            return False
+    return True
+
+
+def _times(coeff, value):
+    """``coeff * value``; where ``value`` is +-inf and ``coeff`` holds other inputs,
+    0 where ``coeff`` is 0 (the partial is 0 for every ``v`` there) and ``coeff * inf``
+    elsewhere."""
+    if value.is_finite or coeff.is_number:
+        return coeff * value
+    return sympy.Piecewise((0, sympy.Eq(coeff, 0)), (coeff * value, True))
