@@ -69,14 +69,14 @@ def _holomorphic_vjp(z, w):
         exp_conjugate_z = tf.math.exp(conjugate_z)
         t = 2.0 * conjugate_z
         t_1 = t + conjugate_w * conjugate_w + 3.0
-        t_2 = 2.0 * (conjugate_z_sq + 1.0) * tf.math.square(1.0 / t_1)
+        t_2 = (conjugate_z_sq + 1.0) * tf.math.square(1.0 / t_1) * 2.0
         # d(out)/d(z) = 3*z**2*log(z) + z**2 - 2*z/(w**2 + 2*z + 3) + 2*(z**2 + 1)/(w**2
         #     + 2*z + 3)**2 + exp(z)*sin(w)  (holomorphic.output)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_z = _unbroadcast(
             upstream
             * (
-                3.0 * conjugate_z_sq * tf.math.conj(log_z)
+                conjugate_z_sq * tf.math.conj(log_z) * 3.0
                 + conjugate_z_sq
                 + exp_conjugate_z * tf.math.sin(conjugate_w)
                 - t / t_1
@@ -158,7 +158,7 @@ def _broadcast_product_vjp(a, b):
         # d(power)/d(a) = 5*b**3*(a + 1)**(3/2)/2  (broadcast_product.outputs.power)
         #   unbroadcast [4, 1] from [4, 3]: sum axes [1] keeping dims (size-1 dims)
         grad_a = tf.reduce_sum(
-            2.5 * conjugate_b * t_1 * tf.math.conj(tf.math.pow(t, 1.5))
+            conjugate_b * t_1 * tf.math.conj(tf.math.pow(t, 1.5)) * 2.5
             + conjugate_b * t_3,
             axis=[1],
             keepdims=True,
@@ -167,7 +167,7 @@ def _broadcast_product_vjp(a, b):
         # d(power)/d(b) = 3*b**2*(a + 1)**(5/2)  (broadcast_product.outputs.power)
         #   unbroadcast [3] from [4, 3]: sum leading axes [0] (rank extension)
         grad_b = tf.reduce_sum(
-            conjugate_a * t_3 + 3.0 * t_1 * tf.math.conj(sqrt_t) * tf.math.conj(t_sq),
+            conjugate_a * t_3 + t_1 * tf.math.conj(sqrt_t) * tf.math.conj(t_sq) * 3.0,
             axis=[0],
         )
         return grad_a, grad_b

@@ -128,10 +128,10 @@ def gelu_tanh(x):
 def _gelu_tanh_forward(x):
     """`gelu_tanh`'s forward: one XLA kernel (fuse: xla)."""
     x_sq = x * x
-    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
+    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (x * x_sq * 0.044715 + x))
     t_1 = t + 1.0
     # gelu_tanh.output
-    out = 0.5 * t_1 * x
+    out = t_1 * x * 0.5
     return out
 
 
@@ -139,7 +139,7 @@ def _gelu_tanh_forward(x):
 def _gelu_tanh_backward(x, upstream):
     """`gelu_tanh`'s VJP: one XLA kernel (fuse: xla)."""
     x_sq = x * x
-    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x_sq + x))
+    t = tf.math.tanh((math.sqrt(2) / math.sqrt(math.pi)) * (x * x_sq * 0.044715 + x))
     t_1 = t + 1.0
     # d(out)/d(x) = 0.5*sqrt(2)*x*(1 - tanh(sqrt(2)*(0.044715*x**3 +
     #     x)/sqrt(pi)))*(0.134145*x**2 + 1)*(tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi))
@@ -382,7 +382,7 @@ def _layer_norm_backward(x, upstream):
     #     1e-05)**(3/2))  (layer_norm.output)
     #   unbroadcast [..., 1] from [..., 16]: sum axes [-1] keeping dims (size-1 dims)
     grad_average = tf.reduce_sum(
-        -0.5 * out * upstream * (1.0 / t), axis=[-1], keepdims=True
+        -out * upstream * (1.0 / t) * 0.5, axis=[-1], keepdims=True
     )
     # VJP of average (mean): grad_average broadcast, divided by the count over axes [-1]
     #     (layer_norm.output)

@@ -109,7 +109,7 @@ def _signed_square_vjp(x):
 
     def grad(upstream):
         # d(out)/d(x) = 2*x*sign(x)  (signed_square.output)
-        grad_x = 2.0 * sign_x * upstream * x
+        grad_x = sign_x * upstream * x * 2.0
         return grad_x
 
     return out, grad

@@ -148,7 +148,7 @@ def _layer_norm_vjp(x):
             #   unbroadcast [None, 1] from [None, 16]: sum axes [1] keeping dims (size-1
             #     dims)
             grad_average = tf.reduce_sum(
-                -0.5 * out * upstream * (1.0 / t), axis=[1], keepdims=True
+                -out * upstream * (1.0 / t) * 0.5, axis=[1], keepdims=True
             )
             # VJP of average (mean): grad_average broadcast, divided by the count over
             #     axes [1]  (layer_norm.output)

@@ -1238,7 +1238,7 @@ def _inverse_power_vjp(r):
 
     def grad(upstream):
         # d(out)/d(r) = -12/r**13  (inverse_power.output)
-        grad_r = -12.0 * inv_r * out * upstream
+        grad_r = -inv_r * out * upstream * 12.0
         return grad_r
 
     return out, grad

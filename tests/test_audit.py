@@ -386,12 +386,11 @@ def _example_ops():
 KNOWN = {
     ("stability", "expm1_ratio"): "exp(x) overflows for x > 88.7 in float32 while "
     "(exp(x) - 1)/x stays finite up to x = 93: inf, and inf - inf = NaN in the gradient",
-    ("seeds", "scaled_sum"): "2.0 * scale overflows for scale > 1.7e38 before it meets "
-    "a + b = 0: inf * 0 = NaN where the gradient is 0",
     ("potentials", "lennard_jones"): "6/r overflows for r < 1.8e-38 before it meets "
     "eps (the gradient -24 eps/r is -24 at r = sigma = eps = 1.2e-38): inf * 0 = NaN",
-    ("potentials", "morse"): "2.0 * depth overflows for depth > 1.7e38 before it meets "
-    "expm1(0) = 0 at r = r0 (as seeds.scaled_sum): inf * 0 = NaN where the gradient is 0",
+    ("potentials", "morse"): "r - r0 overflows at r = -r0 = -3.4e38 where width * (r - r0) "
+    "is 8 (width = 1.2e-38), and depth * expm1(t) * exp(t) overflows at depth = 3.4e38 "
+    "before width = -1.2e-38 brings the gradient back to 2.3e4",
     ("special", "log_erfc"): "erfcx(u) ~ 1/(u sqrt(pi)) is subnormal, so 0 under "
     "flush-to-zero, for u > 4.8e37: -2/sqrt(pi) / 0 = -inf where the gradient is ~ -2u",
 }

@@ -29,6 +29,12 @@ x, y, u = sympy.symbols("x y upstream", real=True)
         (x / 2, "0.5 * x"),
         (x / 3, "x / 3.0"),
         (2 * x / 3, "2.0 * x / 3.0"),
+        # with two or more tensor factors the constant comes last: 2.0 * s overflows
+        # (s > 1.7e38 in float32) before a t of 0 makes the product 0
+        (2 * x * y, "x * y * 2.0"),
+        (2 * x / y, "x * 2.0 / y"),
+        (-3 * x * y, "-x * y * 3.0"),
+        (2 * x * y / (3 * sympy.sqrt(sympy.pi)), "x * y * ((2/3)/math.sqrt(math.pi))"),
         (-x, "-x"),
         (x - 2 * y, "x - 2.0 * y"),
         (sympy.pi * x, "math.pi * x"),

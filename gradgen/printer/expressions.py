@@ -229,6 +229,10 @@ class TFPrinter(Pinned, TensorflowPrinter):
         )
 
     def _print_Mul(self, expr):
+        """A product, left to right. With two or more tensor factors the constant comes
+        last: ``scale * t * 2.0``, not ``2.0 * scale * t``, whose ``2.0 * scale``
+        overflows (scale > 1.7e38 in float32) before ``t = a + b = 0`` makes the
+        product 0 (inf * 0 = NaN). With one, ``c * x`` rounds once either way."""
         factors = sympy.Mul.make_args(expr)
         numeric = [f for f in factors if f.is_number]
         # (a Mul of numbers only is printed as one number by _print, never reaches here)
@@ -240,20 +244,21 @@ class TFPrinter(Pinned, TensorflowPrinter):
             if not (coeff.is_Atom or isinstance(coeff, sympy.Function)):
                 text = f"({text})"
             rest = [self._operand(f) for f in factors if not f.is_number]
-            return ("-" if negative else "") + " * ".join([text] + rest)
+            return ("-" if negative else "") + " * ".join(self._ordered(text, rest))
         coeff, rest = expr.as_coeff_Mul()
         sign = ""
         if coeff.is_real and coeff.is_negative:
             sign, coeff = "-", -coeff
-        numerator: list[str] = []
+        numbers: list[str] = []
         denominator: list = []
         if coeff != 1:
             if coeff.is_Rational and not coeff.is_Integer and coeff.q & (coeff.q - 1):
                 if coeff.p != 1:
-                    numerator.append(f"{int(coeff.p)}.0")
+                    numbers.append(f"{int(coeff.p)}.0")
                 denominator.append(sympy.Integer(coeff.q))
             else:
-                numerator.append(self._number(coeff))
+                numbers.append(self._number(coeff))
+        numerator: list[str] = []
         for factor in rest.as_ordered_factors():  # rest has the non-numeric factors
             if (
                 isinstance(factor, sympy.Pow)
@@ -265,6 +270,8 @@ class TFPrinter(Pinned, TensorflowPrinter):
                 denominator.append(factor.base ** -factor.exp)
             else:
                 numerator.append(self._operand(factor))
+        tensors = len(numerator) + sum(not d.is_number for d in denominator)
+        numerator = self._ordered(numbers[0], numerator, tensors) if numbers else numerator
         text = " * ".join(numerator) if numerator else "1.0"
         if denominator:
             if len(denominator) == 1:
@@ -272,6 +279,14 @@ class TFPrinter(Pinned, TensorflowPrinter):
             else:
                 text += " / (" + " * ".join(self._operand(d) for d in denominator) + ")"
         return sign + text
+
+    @staticmethod
+    def _ordered(number: str, tensors: list[str], count: int | None = None) -> list[str]:
+        """The factors of a product: ``number`` first where it multiplies one tensor
+        factor (``count`` of them in all, divisors too), last where it multiplies
+        more."""
+        count = len(tensors) if count is None else count
+        return tensors + [number] if count >= 2 and tensors else [number] + tensors
 
     # ------------------------------------------------------------------ functions
 

@@ -99,14 +99,14 @@ def _reference_softplus(x):
 def _reference_gelu_tanh(x):
     """`gelu_tanh`'s forward as written, for float64 (complex128) inputs: no stable rewrites, no custom gradient."""
     out = (
-        0.5
-        * x
+        x
         * (
             tf.math.tanh(
                 (math.sqrt(2) / math.sqrt(math.pi)) * (0.044715 * x * x * x + x)
             )
             + 1.0
         )
+        * 0.5
     )
     return out
 

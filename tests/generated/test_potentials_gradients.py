@@ -92,12 +92,12 @@ KINK_MARGIN = 0.01
 def _reference_lennard_jones(r, sigma, eps):
     """`lennard_jones`'s forward as written, for float64 (complex128) inputs: no stable rewrites, no custom gradient."""
     out = (
-        4.0
-        * eps
+        eps
         * (
             -tf.math.pow(sigma, 6.0) / tf.math.pow(r, 6.0)
             + tf.math.pow(sigma, 12.0) / tf.math.pow(r, 12.0)
         )
+        * 4.0
     )
     return out
 
