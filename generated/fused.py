@@ -148,7 +148,7 @@ def _gelu_tanh_backward(x, upstream):
     grad_x = upstream * (
         0.5 * t
         + tf.math.multiply_no_nan(
-            (0.5 * math.sqrt(2) / math.sqrt(math.pi)) * x * (0.134145 * x_sq + 1.0),
+            x * (0.134145 * x_sq + 1.0) * (0.5 * math.sqrt(2) / math.sqrt(math.pi)),
             t_1 * (1.0 - t),
         )
         + 0.5
@@ -558,20 +558,22 @@ def _polar_backward(x, y, upstream_r, upstream_theta):
     """`polar`'s VJP: one XLA kernel (fuse: xla)."""
     r = _hypot(x, y)
     r_nonzero = tf.math.not_equal(r, 0.0)
-    t = upstream_r * tf.where(r_nonzero, 1.0 / tf.where(r_nonzero, r, 1.0), 0.0)
-    t_1 = x * x + y * y
-    t_1_nonzero = tf.math.not_equal(t_1, 0.0)
-    t_2 = upstream_theta * tf.where(
-        t_1_nonzero, 1.0 / tf.where(t_1_nonzero, t_1, 1.0), 0.0
-    )
+    r_safe = tf.where(r_nonzero, r, 1.0)
+    t = x * x + y * y
+    t_nonzero = tf.math.not_equal(t, 0.0)
+    t_1 = upstream_theta * tf.where(t_nonzero, 1.0 / tf.where(t_nonzero, t, 1.0), 0.0)
     # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(x) = -y/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-    grad_x = _unbroadcast(t * x - t_2 * y, x)
+    grad_x = _unbroadcast(
+        -t_1 * y + upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0), x
+    )
     # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(y) = x/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-    grad_y = _unbroadcast(t * y + t_2 * x, y)
+    grad_y = _unbroadcast(
+        t_1 * x + upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0), y
+    )
     return grad_x, grad_y
 
 

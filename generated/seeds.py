@@ -222,20 +222,24 @@ def _polar_vjp(x, y):
 
     def grad(upstream_r, upstream_theta):
         r_nonzero = tf.math.not_equal(r, 0.0)
-        t = upstream_r * tf.where(r_nonzero, 1.0 / tf.where(r_nonzero, r, 1.0), 0.0)
+        r_safe = tf.where(r_nonzero, r, 1.0)
         r2 = x * x + y * y
         r2_nonzero = tf.math.not_equal(r2, 0.0)
-        t_1 = upstream_theta * tf.where(
+        t = upstream_theta * tf.where(
             r2_nonzero, 1.0 / tf.where(r2_nonzero, r2, 1.0), 0.0
         )
         # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
-        grad_x = _unbroadcast(t * x - t_1 * y, x)
+        grad_x = _unbroadcast(
+            -t * y + upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0), x
+        )
         # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(y) = x/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
-        grad_y = _unbroadcast(t * y + t_1 * x, y)
+        grad_y = _unbroadcast(
+            t * x + upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0), y
+        )
         return grad_x, grad_y
 
     return (r, theta), grad

@@ -63,7 +63,7 @@ def _one_minus_erf_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = -2*exp(-u**2)/sqrt(pi)  (one_minus_erf.output)
-        grad_u = (-2 / math.sqrt(math.pi)) * upstream * tf.math.exp(-u * u)
+        grad_u = upstream * tf.math.exp(-u * u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -113,7 +113,7 @@ def _erf_minus_one_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (erf_minus_one.output)
-        grad_u = (2 / math.sqrt(math.pi)) * upstream * tf.math.exp(-u * u)
+        grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -163,7 +163,7 @@ def _one_minus_erfc_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (one_minus_erfc.output)
-        grad_u = (2 / math.sqrt(math.pi)) * upstream * tf.math.exp(-u * u)
+        grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -213,7 +213,7 @@ def _erfc_neg_minus_one_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (erfc_neg_minus_one.output)
-        grad_u = (2 / math.sqrt(math.pi)) * upstream * tf.math.exp(-u * u)
+        grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -263,7 +263,7 @@ def _erfc_neg_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (erfc_neg.output)
-        grad_u = (2 / math.sqrt(math.pi)) * upstream * tf.math.exp(-u * u)
+        grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -313,7 +313,7 @@ def _log_erfc_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))  (log_erfc.output)
-        grad_u = (-2 / math.sqrt(math.pi)) * upstream / _erfcx(u)
+        grad_u = upstream * (-2 / math.sqrt(math.pi)) / _erfcx(u)
         return grad_u
 
     return out, grad
@@ -365,7 +365,7 @@ def _log_one_minus_erf_vjp(u):
 
     def grad(upstream):
         # d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))  (log_one_minus_erf.output)
-        grad_u = (-2 / math.sqrt(math.pi)) * upstream / _erfcx(u)
+        grad_u = upstream * (-2 / math.sqrt(math.pi)) / _erfcx(u)
         return grad_u
 
     return out, grad
@@ -420,13 +420,13 @@ def _hypot2_vjp(x, y):
 
     def grad(upstream):
         out_nonzero = tf.math.not_equal(out, 0.0)
-        t = upstream * tf.where(out_nonzero, 1.0 / tf.where(out_nonzero, out, 1.0), 0.0)
+        out_safe = tf.where(out_nonzero, out, 1.0)
         # d(out)/d(x) = x/hypot(x, y)  (hypot2.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(t * x, x)
+        grad_x = _unbroadcast(upstream * tf.where(out_nonzero, (x / out_safe), 0.0), x)
         # d(out)/d(y) = y/hypot(x, y)  (hypot2.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(t * y, y)
+        grad_y = _unbroadcast(upstream * tf.where(out_nonzero, (y / out_safe), 0.0), y)
         return grad_x, grad_y
 
     return out, grad
@@ -484,16 +484,16 @@ def _hypot3_vjp(x, y, z):
 
     def grad(upstream):
         out_nonzero = tf.math.not_equal(out, 0.0)
-        t = upstream * tf.where(out_nonzero, 1.0 / tf.where(out_nonzero, out, 1.0), 0.0)
+        out_safe = tf.where(out_nonzero, out, 1.0)
         # d(out)/d(x) = x/hypot(x, y, z)  (hypot3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(t * x, x)
+        grad_x = _unbroadcast(upstream * tf.where(out_nonzero, (x / out_safe), 0.0), x)
         # d(out)/d(y) = y/hypot(x, y, z)  (hypot3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(t * y, y)
+        grad_y = _unbroadcast(upstream * tf.where(out_nonzero, (y / out_safe), 0.0), y)
         # d(out)/d(z) = z/hypot(x, y, z)  (hypot3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_z = _unbroadcast(t * z, z)
+        grad_z = _unbroadcast(upstream * tf.where(out_nonzero, (z / out_safe), 0.0), z)
         return grad_x, grad_y, grad_z
 
     return out, grad

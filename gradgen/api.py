@@ -81,6 +81,8 @@ class OpDef:
             ``fuse="xla"``, else ``"save"``).
         fuse: ``"xla"`` (forward and gradient each one XLA kernel) or ``"none"``
             (default: the module's).
+        order: the highest derivative order derived symbolically, 1 to 4 (default:
+            the module's, 2).
     """
 
     name: str
@@ -92,6 +94,7 @@ class OpDef:
     dtype: Optional[Union[str, Sequence[str]]] = None
     memory: Optional[str] = None
     fuse: Optional[str] = None
+    order: Optional[int] = None
 
     def data(self) -> dict:
         """The op as YAML spec data (expressions as text, ``...`` as ``"..."``).
@@ -108,6 +111,8 @@ class OpDef:
             out["memory"] = self.memory
         if self.fuse is not None:
             out["fuse"] = self.fuse
+        if self.order is not None:
+            out["order"] = self.order
         out["inputs"] = {name: _input_data(name, decl) for name, decl in self.inputs.items()}
         for key in ("where", "outputs"):
             values = getattr(self, key)
@@ -257,14 +262,15 @@ def op(
     outputs: Optional[Mapping[str, Expression]] = None,
     where: Optional[Mapping[str, Expression]] = None, doc: Optional[str] = None,
     dtype: Optional[Union[str, Sequence[str]]] = None, memory: Optional[str] = None,
-    fuse: Optional[str] = None, verify: bool = True, audit: bool = True,
+    fuse: Optional[str] = None, order: Optional[int] = None, verify: bool = True,
+    audit: bool = True,
 ) -> GeneratedOp:
     """Generate one op and load it, for a notebook: ``op(...)(x)`` runs it.
 
     Args:
         name: the op's name.
         output: its expression (spec text or SymPy), or give ``outputs``.
-        inputs, outputs, where, doc, dtype, memory, fuse: as for :class:`OpDef`;
+        inputs, outputs, where, doc, dtype, memory, fuse, order: as for :class:`OpDef`;
             ``dtype`` is the op's (default float32).
         verify, audit: as for :func:`generate_source`.
 
@@ -276,7 +282,8 @@ def op(
         TypeError: see :func:`expression_text`.
         VerificationError: a derived gradient failed the numerical check.
     """
-    definition = OpDef(name, inputs, output, outputs, where, doc, dtype, memory, fuse)
+    definition = OpDef(name, inputs, output, outputs, where, doc, dtype, memory, fuse,
+                       order)
     generated = _generate([definition], f"{name}_op", None, None, verify, audit)
     loaded = _import(generated)
     return GeneratedOp(name, getattr(loaded, name), generated.text, loaded)

@@ -107,16 +107,22 @@ def _op_entry(
     # result, in _generate_one.
     from .stability.audit import OUT_OF_TIME, Audit, audit_in_budget
     from .stability.audit.report import docstring_line
-    from .views import with_audit_line
+    from .views import op_views, with_audit_line
 
     result = (
         audit_in_budget(op_ir, views) if audit
         else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
     )
-    views = with_audit_line(views, op_ir, docstring_line(result), dtypes)
+    levels = [audit_in_budget(level, op_views(level)) for level in op_ir.levels] if audit \
+        else []
+    lines = [docstring_line(result)] + [
+        docstring_line(r).replace("Accuracy audit", f"Accuracy audit of order {k}", 1)
+        for k, r in enumerate(levels, start=2)]
+    views = with_audit_line(views, op_ir, lines, dtypes)
     entry = {"views": views.to_json(), "range": list(sampled) if sampled else None,
-             "audit": result.to_json()}
-    if result.skipped != OUT_OF_TIME:  # timing is not in the key: audit again next time
+             "audit": result.to_json(), "levels": [r.to_json() for r in levels]}
+    if all(r.skipped != OUT_OF_TIME for r in [result, *levels]):
+        # (timing is not in the key: audit again next time)
         cache.put(k, entry)
     return _decoded(entry)
 
@@ -139,6 +145,8 @@ def _derive_print_verify(doc: SpecDocument, index: int, verify: bool):
 
         try:
             sampled = verify_op(op_ir)
+            for level in op_ir.levels:  # each derived order, against its own differences
+                verify_op(level)
         except VerificationError as e:
             e.location = doc.location(("ops", index))
             raise

@@ -99,7 +99,27 @@ def _text(op, where, audit=None, note=None) -> str:
 
         lines.append("  accuracy audit:")
         lines += explain_lines(audit, "    ")
+    lines += _orders(op, audit is not None)
     return "\n".join(lines) + "\n"
+
+
+def _orders(op, audited: bool) -> list[str]:
+    """The higher orders: derived (each its VJP op's partials' count and audit), or why
+    not (``order: 1`` says nothing)."""
+    if op.level_note:
+        return [f"  higher orders: TensorFlow's autodiff of the VJP (order 2 {op.level_note})"]
+    lines = []
+    for k, level in enumerate(op.levels, start=2):
+        lines.append(f"  order {k}: derived ({level.impl[1:-len('_vjp')]}: "
+                     f"{len(level.partials)} partial derivatives of the order-{k - 1} "
+                     "gradient)")
+        audit = _audit(level) if audited else None
+        if audit is not None:
+            from .stability.audit.report import explain_lines
+
+            lines.append(f"  accuracy audit of order {k}:")
+            lines += explain_lines(audit, "    ")
+    return lines
 
 
 def _gradient_lines(op, indent: str) -> list[str]:

@@ -136,6 +136,10 @@ class Program:
         outputs: in order; ``single`` says the op returns one tensor, not a tuple.
         dtype: the compute dtype (the float/complex dtype of the non-integer inputs).
         key: spec key path of the op.
+        memory, fuse: the op's memory policy and fusion (the spec's, resolved).
+        order: the highest derivative order derived symbolically (the spec's).
+        level: 1 for an op of the spec; k + 1 for the VJP op of a level-k op
+            (:mod:`gradgen.derive.vjp_op`).
     """
 
     name: str
@@ -149,6 +153,8 @@ class Program:
     key: Loc
     memory: str = "save"
     fuse: str = "none"
+    order: int = 1
+    level: int = 1
     shape_of: dict = field(default_factory=dict, compare=False, repr=False)
     factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
 

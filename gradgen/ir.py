@@ -214,6 +214,12 @@ class OpIR:
             named dims instantiated), for build-time verification; several variants.
         solves: the op inverts matrices (inverse, det, log(det)): tests should use
             well-conditioned square inputs.
+        levels: with ``order`` k > 1, the gradient function's own VJP op (inputs: the
+            op's inputs and upstreams; outputs: its input gradients), derived, then
+            that one's, up to order k: each a ``tf.custom_gradient`` function the one
+            before calls.
+        level_note: why an op of ``order`` > 1 has no levels (its higher orders are
+            TensorFlow's autodiff of the VJP), or "".
     """
 
     name: str
@@ -241,6 +247,8 @@ class OpIR:
     solves: bool
     reduction_vjp_text: tuple[str, ...] = ()
     fuse: str = "none"
+    levels: tuple["OpIR", ...] = ()
+    level_note: str = ""
 
 
 @dataclass(frozen=True)

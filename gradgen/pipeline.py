@@ -41,8 +41,11 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
         if isinstance(e, BudgetExceeded) and e.budget is not budget:
             raise  # an enclosing budget (the op's, the build's) ran out: it reports
         loc = ("ops", index)
+        order = doc.model.ops[index].order or 1
         reason = (
             f"deriving this op took longer than {seconds:g} s"
+            + (f" (with its derived VJPs up to order {order}; `order: 1` derives the "
+               "first only)" if order > 1 else "")
             if isinstance(e, BudgetExceeded) else "this op's expressions are nested too deeply"
         )
         raise SpecError(

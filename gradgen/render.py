@@ -246,8 +246,44 @@ def defined_names(view: dict) -> list[str]:
     names = [view["name"]]
     for impl in _op_view(view)["impls"]:
         names.append(impl["impl"])
+        names += [level["impl"] for level in impl.get("level_impls", ())]
         names += [impl[k] for k in ("forward_kernel", "backward_kernel") if k in impl]
     return names
+
+
+def chained(impl: dict) -> dict:
+    """A ``tf.custom_gradient`` function's view (``impl``: ``_name_vjp``) with its
+    higher orders (its ``levels``, from ``order``) as functions of their own.
+
+    Its gradient function computes the input gradients as before (from the forward
+    values it kept), then passes them through ``_name_grad_vjp(inputs, upstreams,
+    gradients)``: the identity on ``gradients``, as a ``tf.custom_gradient`` whose own
+    gradient function is the derived second-order VJP with respect to the inputs and
+    upstreams (recomputing what it needs from them; None for ``gradients``, so that
+    TensorFlow does not differentiate the first-order code too). Order 3 passes that
+    function's results through ``_name_grad_grad_vjp`` likewise, and so on: each order
+    costs only when it is asked for. ``level_impls``: those functions' views."""
+    levels = impl.get("levels") or []
+    if not levels:
+        return impl
+    base = impl["impl"][: -len("_vjp")]
+    names = [f"{base}{'_grad' * k}_vjp" for k in range(1, len(levels) + 1)]
+    bodies = [dict(impl)]
+    for k, (level, name) in enumerate(zip(levels, names)):
+        outs = [o.strip() for o in level["returns"].strip("()").split(",") if o.strip()]
+        body = dict(level, impl=name, dtype_note=impl["dtype_note"], order=k + 2,
+                    caller=([impl["impl"]] + names)[k], recompute=False, recomputed=[],
+                    params=", ".join([level["params"]] + outs), forward=[],
+                    backward=level["forward"] + level["backward"],
+                    grad_returns=", ".join([level["grad_returns"]] + ["None"] * len(outs)))
+        targets = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        caller = bodies[-1]
+        caller["backward"] = list(caller["backward"]) + [{
+            "comments": [f"the same values, with their derived VJP: order {k + 2}"],
+            "code": f"{targets} = {name}({body['params']})",
+        }]
+        bodies.append(body)
+    return dict(bodies[0], level_impls=bodies[1:])
 
 
 def _op_view(view: dict) -> dict:
@@ -256,7 +292,7 @@ def _op_view(view: dict) -> dict:
     if "variants" in view:
         return view
     return dict(view, dispatch=[f"return {view['impl']}({view['params']})"],
-                impls=[dict(view, dtype_note="")])
+                impls=[chained(dict(view, dtype_note=""))])
 
 
 def render_tests(meta: ModuleMeta, module_path: str, ops: list, cases: list) -> str:

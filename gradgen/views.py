@@ -15,7 +15,7 @@ from . import ir
 from .printer import PrintError, TFPrinter, print_value
 from .runtime import with_dependencies
 from .spec import COMPLEX_DTYPES, default_dtype
-from .render import LINE_LENGTH, OpViews, _prose, docstring_literal, wrap
+from .render import LINE_LENGTH, OpViews, _prose, chained, docstring_literal, wrap
 from .safe import literal
 
 
@@ -49,8 +49,8 @@ def _dtypes_text(dtypes: tuple[str, ...]) -> str:
     return ", ".join(dtypes[:-1]) + f" or {dtypes[-1]}" if len(dtypes) > 1 else dtypes[0]
 
 
-def _op_docstring(op: ir.OpIR, audit_line: str | None = None) -> str:
-    return docstring_literal(_docstring_text(op, [audit_line] if audit_line else []))
+def _op_docstring(op: ir.OpIR, audit_lines: list[str] | None = None) -> str:
+    return docstring_literal(_docstring_text(op, audit_lines or []))
 
 
 def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = None) -> str:
@@ -74,6 +74,7 @@ def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = 
     if op.rewrites:
         lines += ["", "Stable forms and guards used:"]
         lines += [f"    {r}" for r in op.rewrites]
+    lines += _orders_text(op)
     if op.vjp_text:
         lines += ["", "Vector-Jacobian products of the matrix operations:"]
         lines += [f"    {t}" for t in op.vjp_text]
@@ -113,6 +114,20 @@ def _docstring_text(op: ir.OpIR, audit_lines: list[str], dtypes: tuple | None = 
     return "\n".join(summary + [""] + _wrapped(lines, width))
 
 
+def _orders_text(op: ir.OpIR) -> list[str]:
+    """The docstring's paragraph on higher orders (none for ``order: 1``)."""
+    if op.levels:
+        names = ", ".join(f"`{op.impl[:-len('_vjp')]}{'_grad' * k}_vjp`"
+                          for k in range(1, len(op.levels) + 1))
+        top = len(op.levels) + 1
+        return ["", f"Higher orders: derived to order {top} ({names}), with the same "
+                "stable forms and guards; beyond it, TensorFlow's autodiff of the last."]
+    if op.level_note:
+        return ["", "Higher orders: TensorFlow's autodiff of this VJP (order 2 not "
+                f"derived: {op.level_note})."]
+    return []
+
+
 def _wrapped(lines: list[str], width: int) -> list[str]:
     wrapped = []
     for line in lines:  # formulas: continuation lines indented four more
@@ -122,12 +137,14 @@ def _wrapped(lines: list[str], width: int) -> list[str]:
     return wrapped
 
 
-def with_audit_line(views: OpViews, op: ir.OpIR, line: str,
+def with_audit_line(views: OpViews, op: ir.OpIR, line: str | list[str],
                     dtypes: tuple | None = None) -> OpViews:
     """``views`` with the accuracy audit's sentence (see
-    :mod:`gradgen.stability.audit.report`) in the op's docstring, before ``Args:``;
-    for one dtype of a generic op (``dtypes``: all of them), also the generic
-    docstring's text with :data:`AUDIT_MARK` where every dtype's sentence goes."""
+    :mod:`gradgen.stability.audit.report`; a list: one per derived order) in the op's
+    docstring, before ``Args:``; for one dtype of a generic op (``dtypes``: all of
+    them), also the generic docstring's text with :data:`AUDIT_MARK` where every
+    dtype's sentences go."""
+    line = [line] if isinstance(line, str) else list(line)
     views.module = dict(views.module, docstring=_op_docstring(op, line))
     if dtypes:
         views.module["generic_doc"] = _docstring_text(op, [AUDIT_MARK], dtypes)
@@ -139,7 +156,10 @@ def with_audit_line(views: OpViews, op: ir.OpIR, line: str,
 
 # What a dtype's tf.custom_gradient function is made of (its view's keys).
 _BODY_KEYS = ("forward", "upstreams", "grad_fn", "recompute", "recomputed", "backward",
-              "grad_returns", "returns", "fused")
+              "grad_returns", "returns", "fused", "levels")
+# What a higher order's tf.custom_gradient function is made of.
+_LEVEL_KEYS = ("params", "forward", "upstreams", "grad_fn", "backward", "grad_returns",
+               "returns")
 
 
 def kernel_names(impl: str) -> dict:
@@ -197,8 +217,8 @@ def generic_views(dtypes: tuple[str, ...], variants: list[OpViews]) -> OpViews:
             impl, note = f"_{name}_vjp", " in every dtype"
         else:
             impl, note = f"_{name}_{'_'.join(group)}_vjp", f" in {_dtypes_text(group)}"
-        impls.append(dict(v.module, impl=impl, dtype_note=note,
-                          **(kernel_names(impl) if v.module["fused"] else {})))
+        impls.append(chained(dict(v.module, impl=impl, dtype_note=note,
+                                  **(kernel_names(impl) if v.module["fused"] else {}))))
         tests.append(" or ".join(f"{default.module['dtype_variable']} == tf.{d}"
                                  for d in group))
     dispatch = []
@@ -242,7 +262,8 @@ def generic_docstring(default: OpViews, variants: list[OpViews]) -> str:
     text, with the accuracy audit's sentence of every dtype."""
     lines = []
     for i, variant in enumerate(variants):
-        lines += ([""] if i else []) + _wrapped([variant.module["audit_line"]], LINE_LENGTH - 4)
+        for k, line in enumerate(variant.module["audit_line"]):
+            lines += ([""] if i or k else []) + _wrapped([line], LINE_LENGTH - 4)
     return docstring_literal(default.module["generic_doc"].replace(AUDIT_MARK,
                                                                    "\n".join(lines)))
 
@@ -330,7 +351,10 @@ def op_views(op: ir.OpIR) -> OpViews:
     }
     if view["fused"]:
         view.update(_kernels(op, printer), **kernel_names(op.impl))
+    levels = [op_views(level) for level in op.levels]
+    view["levels"] = [{k: v.module[k] for k in _LEVEL_KEYS} for v in levels]
     helpers = set(printer.helpers) | {"_check_input"}  # every op checks its inputs
+    helpers.update(h for v in levels for h in v.helpers if h != "_check_input")
     if op.named_dims:
         helpers.add("_check_named_dims")
     if view["fused"]:
@@ -363,7 +387,7 @@ def op_views(op: ir.OpIR) -> OpViews:
     helpers |= set(test_printer.helpers) - with_dependencies(helpers)
     return OpViews(
         module=view,
-        uses_math=printer.uses_math,
+        uses_math=printer.uses_math or any(v.uses_math for v in levels),
         helpers=sorted(helpers),
         test=test,
         test_math=test_printer.uses_math,

@@ -24,6 +24,20 @@ def two_orders(tf, fn, x):
     return y, g, outer.gradient(g, x)
 
 
+def second_partials(tf, fn, *args):
+    """The Hessian of an elementwise ``fn(*args)`` (summed), eagerly: ``h[i][j]`` is
+    d/d args[j] of the gradient with respect to args[i], at each point."""
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch(args)
+        with tf.GradientTape() as inner:
+            inner.watch(args)
+            y = fn(*args)
+        grads = inner.gradient(y, list(args))
+    out = [[outer.gradient(g, a) for a in args] for g in grads]
+    return [[np.zeros(a.shape) if h is None else h.numpy() for h, a in zip(row, args)]
+            for row in out]
+
+
 def _as_list(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 

@@ -40,7 +40,10 @@ the tensor nodes only VJPs have).
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import ir
+from ..errors import SpecError
 from ..graph import Program
 from ..spec import SpecDocument
 from ..stability.reductions import stabilize_reductions
@@ -79,14 +82,66 @@ def vjp_op(program: Program, doc: SpecDocument) -> Program:
 
 
 def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
-    """The VJP of ``program``, an op of ``doc``, as printable IR.
+    """The VJP of ``program``, an op of ``doc``, as printable IR; with ``order`` k > 1,
+    also its gradient functions' own VJPs up to order k (``levels``: the VJP of the
+    VJP op, :func:`vjp_op`, derived with the same passes, and so on).
 
     Raises:
         SpecError: a derivative cannot be expressed with TensorFlow ops, is too large,
             or the op uses what its dtype or fusion cannot compute (the message names
             the op and the expression).
+
+    A complex op (whose VJP holds conjugates, not holomorphic) and a fused one (whose
+    VJP is one XLA kernel) get no levels: beyond first order, TensorFlow differentiates
+    their VJP.
     """
+    # (the VJP op is built from the same reverse pass as the IR, before CSE)
+    why_not = _no_levels(program)
+    op, vjp = _derive_one(program, doc, why_not is None and program.order > 1)
+    if vjp is None:
+        return dataclasses.replace(op, level_note=why_not or "")
+    try:
+        levels = _levels(program, vjp, doc)
+    except (SpecError, RecursionError) as e:
+        # (a time budget running out is the op's error, as at first order: the output
+        # never depends on the machine's speed)
+        reason = ("nested too deeply" if isinstance(e, RecursionError)
+                  else e.diagnostics[0].message)
+        return dataclasses.replace(op, level_note=f"not derived: {reason}")
+    return dataclasses.replace(op, levels=levels)
+
+
+def _no_levels(program: Program) -> str | None:
+    """Why ``program``'s higher orders are TensorFlow's autodiff of its VJP, or None."""
+    if program.order == 1:
+        return None
+    if program.fuse == "xla":
+        return "fuse: xla (the VJP is one XLA kernel)"
+    if program.is_complex:
+        return "a complex op (its VJP holds conjugates, which are not holomorphic)"
+    if any(n.op == "det" for n in program.nodes):
+        # the cofactor's derived VJP holds inverse(A): infinite (an error in eager) at
+        # singular A, where TensorFlow's differentiation of the cofactor is finite
+        return "det (the cofactor's derived VJP is infinite at singular matrices)"
+    return None
+
+
+def _levels(program: Program, vjp: Program, doc: SpecDocument) -> tuple:
+    """The derived VJPs of orders 2 to ``program.order`` (``vjp``: the first one's op)."""
+    levels, name = [], program.name
+    while vjp is not None:
+        name = f"{name}_grad"
+        op, vjp = _derive_one(dataclasses.replace(vjp, name=name), doc,
+                              len(levels) + 2 < program.order)
+        levels.append(op)
+    return tuple(levels)
+
+
+def _derive_one(program: Program, doc: SpecDocument, with_vjp: bool):
+    """``(the VJP of program as IR, the VJP as an op, or None without with_vjp)``
+    (see :func:`derive`)."""
     d, lowered, forward_values, backward = _reverse_mode(program, doc)
+    vjp = vjp_program(d, lowered, backward) if with_vjp else None
     # integer inputs compute as floats under their own local names
     floats = assemble.float_locals(d)
 
@@ -98,4 +153,4 @@ def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
     cast = assemble.casts(d, floats, fwd + bwd)
     fwd = cast + fwd
     recomputed = plans.recomputed(fwd, bwd) if d.program.memory == "recompute" else ()
-    return assemble.op_ir(d, lowered, backward, fwd, bwd, recomputed, floats, cast)
+    return assemble.op_ir(d, lowered, backward, fwd, bwd, recomputed, floats, cast), vjp

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sympy
 
+from .. import functions as fns
 from .. import ir
 from .. import shapes as sh
 from ..stability import guards
@@ -109,7 +110,16 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         g_v = g
         if narrow is not None and not _covers(d, code, narrow[0], shape):
             g_v = narrow[1]()
-        term = g_v * (sympy.conjugate(code) if d.program.is_complex else code)
+        if d.program.is_complex:
+            term = g_v * sympy.conjugate(code)
+        elif d.program.level > 1 and len(d.program.outputs) > 1 and not code.is_number:
+            # a VJP op's outputs are the gradients of each input; a Hessian row asks for
+            # one, and TensorFlow passes a 0 upstream for the others: 0 * inf = NaN where
+            # this partial is infinite, as exp(a + b)'s at a = 1e4. An unasked output's
+            # contribution is exactly 0
+            term = fns.mul_no_nan(code, g_v)
+        else:
+            term = g_v * code
         # no provenance for a constant partial or a single value: the code says it
         comments = () if p.is_number or p.is_Symbol else (
             shorten(f"{label} = {show(p)}  ({key_text})"),)

@@ -49,7 +49,28 @@ def simplify_partial(
     if expr.is_Atom:
         return expr, used
     candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr), rules)]
-    return min(candidates, key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
+    expr, used = min(candidates,
+                     key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
+    return guards.bottom_up(expr, _cancelled_powers), used
+
+
+def _cancelled_powers(e):
+    """``(a + f*b) * f**-n`` as ``a*f**-n + b*f**(1 - n)``: the quotient rule's form
+    (``(2/sqrt(pi) - erfcx(u)*u) / erfcx(u)**2``, log_erfc's second derivative) is inf * 0
+    = NaN where ``f`` overflows (erfcx(-1e4)) or 0 * inf where it underflows, though
+    each term is finite. None where no term of a sum holds ``f``."""
+    if not isinstance(e, sympy.Mul):
+        return None
+    for p in e.args:
+        if not (isinstance(p, sympy.Pow) and p.exp.is_Integer and p.exp < 0
+                and not p.base.is_number):
+            continue
+        for s in e.args:
+            if isinstance(s, sympy.Add) and any(p.base in sympy.Mul.make_args(t)
+                                                for t in s.args):
+                rest = [a for a in e.args if a is not p and a is not s]
+                return sympy.Mul(*rest, sympy.Add(*(t * p for t in s.args)))
+    return None
 
 
 def finalize(d: Derivation, expr, partial: bool = False):

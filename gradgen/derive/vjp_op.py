@@ -69,14 +69,29 @@ def vjp_program(d: Derivation, lowered: Lowered, backward: Backward) -> Program:
     outputs = tuple(
         Output(backward.grads[v.name],
                Term(d.symbol(backward.grads[v.name]), v.shape,
-                    frozenset([d.symbol(backward.grads[v.name])])), v.key)
+                    frozenset([d.symbol(backward.grads[v.name])])), lowering.key)
         for v in p.inputs if v.name in backward.grads
     )
     return Program(
-        name=p.name, doc=None, inputs=p.inputs + upstreams, nodes=tuple(lowering.nodes),
+        name=p.name, doc=None, inputs=p.inputs + upstreams,
+        nodes=_used(lowering.nodes, set().union(*(o.term.expr.free_symbols for o in outputs))),
         where=(), outputs=outputs, single=False, dtype=p.dtype, key=p.key,
-        memory=p.memory, fuse=p.fuse, shape_of=lowering.shape_of, factory=p.factory,
+        memory=p.memory, fuse=p.fuse, level=p.level + 1, shape_of=lowering.shape_of,
+        factory=p.factory,
     )
+
+
+def _used(nodes: list, wanted: set) -> tuple:
+    """The nodes the ``wanted`` symbols depend on, in order: the op's own outputs, and
+    forward values only they use (``log(det(S))`` in ``log_det``'s VJP), are not
+    computed again."""
+    needed, kept = set(wanted), []
+    for node in reversed(nodes):
+        if node.symbol in needed:
+            kept.append(node)
+            for arg, leaves in zip(node.args, node.arg_leaves or ((),) * len(node.args)):
+                needed |= getattr(arg, "free_symbols", set()) | set(leaves)
+    return tuple(reversed(kept))
 
 
 def declared(shape: sh.Shape) -> tuple:

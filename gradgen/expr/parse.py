@@ -135,6 +135,7 @@ def parse_op(doc: SpecDocument, index: int) -> Program:
         key=base,
         memory=op.memory,  # spec/resolve.py filled in both
         fuse=op.fuse,
+        order=op.order,
         shape_of=parser.shape_of,
         factory=factory,
     )

@@ -111,7 +111,9 @@ class Ratio(sympy.Function):
     """``a / b`` as one opaque step, for ``a**n * b**-n`` computed as ``(a / b)**n``: the
     ratio of two large (or small) numbers stays representable where their powers would
     overflow or underflow (``(sigma / r)**12`` at sigma, r ~ 1e4 in float32, whose
-    ``sigma**12`` is inf and ``r**-12`` is 0). Derivatives: ``1/b`` and ``-a/b**2``."""
+    ``sigma**12`` is inf and ``r**-12`` is 0); and the unit vector's component ``x /
+    hypot(x, y)``. Derivatives: ``1/b`` and ``-(a/b)/b``, the ratio first (``-a/b**2``
+    overflows where b**2 does: the Hessian of a norm at 1e-20 in float32)."""
 
     nargs = 2
 
@@ -122,7 +124,7 @@ class Ratio(sympy.Function):
 
     def fdiff(self, argindex=1):
         a, b = self.args
-        return Recip(b) if argindex == 1 else -a * Recip(b) ** 2
+        return Recip(b) if argindex == 1 else -self * Recip(b)
 
     def _eval_evalf(self, prec):
         a, b = self.args

@@ -260,7 +260,9 @@ class TFPrinter(Pinned, TensorflowPrinter):
                 numbers.append(self._number(coeff))
         numerator: list[str] = []
         for factor in rest.as_ordered_factors():  # rest has the non-numeric factors
-            if (
+            if isinstance(factor, fn.Const) and not numbers:
+                numbers.append(self._operand(factor))  # a constant held as an atom
+            elif (
                 isinstance(factor, sympy.Pow)
                 and factor.exp.is_Rational
                 and factor.exp.is_negative

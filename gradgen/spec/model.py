@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .dtypes import DType
 from .fields import DocText, Domain, DTypeSet, Expression, Name, ShapeDecl
-from .limits import MAX_OPS
+from .limits import MAX_OPS, MAX_ORDER
 
 
 class _Model(BaseModel):
@@ -63,6 +63,7 @@ class OpSpec(_Model):
     memory: Optional[Literal["save", "recompute"]] = None
     dtype: Optional[DTypeSet] = None
     fuse: Optional[Literal["none", "xla"]] = None
+    order: Optional[int] = Field(default=None, ge=1, le=MAX_ORDER)
 
     @model_validator(mode="after")
     def _one_output_form(self) -> "OpSpec":
@@ -80,5 +81,6 @@ class ModuleSpec(_Model):
     module: Name
     dtype: DTypeSet = "float32"
     fuse: Literal["none", "xla"] = "none"
+    order: int = Field(default=1, ge=1, le=MAX_ORDER)
     doc: DocText = None
     ops: list[OpSpec] = Field(min_length=1, max_length=MAX_OPS)

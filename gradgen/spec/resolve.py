@@ -39,7 +39,8 @@ def resolve_model(model: ModuleSpec, diag) -> tuple[ModuleSpec, list[Diagnostic]
         ops.append(op.model_copy(update={"inputs": inputs,
                                           "dtype": list(generic) if generic else single,
                                           "fuse": fuse,
-                                          "memory": op.memory or default_memory(fuse)}))
+                                          "memory": op.memory or default_memory(fuse),
+                                          "order": op.order or model.order}))
     return model.model_copy(update={"ops": ops}), problems
 
 

@@ -42,6 +42,11 @@ _DESCRIPTIONS = {
     ("OpSpec", "memory"): "save (default without fuse): the gradient reuses forward values "
     "kept alive; recompute (default with fuse: xla): it computes them again from the "
     "inputs, for a lower peak memory.",
+    ("OpSpec", "order"): "The highest derivative order gradgen derives symbolically, 1 to "
+    "4: each gradient function up to it is a tf.custom_gradient of its own, derived with "
+    "the same stable forms and guards; beyond it, TensorFlow's autodiff of the last one "
+    "(default: the module's order).",
+    ("ModuleSpec", "order"): "The default of every op's order: 1 (default) to 4.",
     ("InputSpec", "shape"): "Dims: a size >= 0, null (known at run time) or a dim name "
     "(the same size wherever the name appears in the op); the first may be '...': any "
     "number of leading batch dims, broadcast across inputs as NumPy does.",

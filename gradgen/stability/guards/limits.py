@@ -96,11 +96,14 @@ def _limit(rest, v, r, bases):
     a side's limit is not found, is not real, or two sides differ."""
     sides = [d for d in _SIDES if _real_beside(bases, v, r, d)]
     values = []
+    meaning = standard(rest)
+    if meaning.has(sympy.Piecewise):  # (SymPy's limit fails on relations in it)
+        return None
     for d in sides:
         try:
-            value = sympy.limit(standard(rest), v, r, d)
-        except (ValueError, NotImplementedError, TypeError, ZeroDivisionError,
-                RecursionError):
+            value = sympy.limit(meaning, v, r, d)
+        except (ValueError, NotImplementedError, TypeError, AttributeError,
+                ZeroDivisionError, RecursionError):
             return None
         if value not in (S.Infinity, S.NegativeInfinity) and (
             value.is_real is not True or value.has(v, sympy.AccumBounds)

@@ -59,10 +59,18 @@ def limit_at_zero(expr, v):
     operations."""
     if sympy.count_ops(expr) > LIMIT_MAX_OPS:
         return None
+    meaning = standard(expr)
+    if any(a.args[0] == v for a in meaning.atoms(sympy.log)):
+        # a pole beside log(v) (x**(k - 1)/x as exp((k - 1)*log(x))/x, in a gamma
+        # density's derivatives): no finite limit but where the other inputs allow one,
+        # and SymPy takes seconds to find that out
+        return None
     try:
-        value = sympy.limit(standard(expr), v, 0, "+-")
-    except (ValueError, NotImplementedError, TypeError, ZeroDivisionError, RecursionError):
-        # SymPy cannot find it (hypot(0, x) / x recurses in limit): no fill, not a crash
+        value = sympy.limit(meaning, v, 0, "+-")
+    except (ValueError, NotImplementedError, TypeError, AttributeError, ZeroDivisionError,
+            RecursionError):
+        # SymPy cannot find it (hypot(0, x) / x recurses in limit; a relation inside a
+        # guard of a second-order VJP has no leading term): no fill, not a crash
         return None
     # not finite and real: zoo, +-oo and complex values are not real; +-oo*sign(y) are
     # of unknown reality (so they are looked for); an unevaluated Limit still holds v

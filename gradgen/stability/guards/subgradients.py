@@ -20,6 +20,7 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
+from ...functions import Ratio, hypot
 from .conditions import bound_of, relations_of
 
 
@@ -97,6 +98,28 @@ def _points(cond) -> set:
     return out
 
 
+def _unit_components(e, known, excluded, used):
+    """A product ``x * hypot(x, y, ...)**-1 * rest`` as ``where(h != 0, x / h, 0) *
+    rest`` (a :class:`~gradgen.functions.Ratio`: the unit vector's component, bounded
+    by 1), so that its derivatives pair each ``x`` with an ``h`` (``(x/h)*(y/h)/h``, not
+    ``x*y/h**3``, whose ``h**3`` overflows or underflows first: the Hessian of a norm
+    at 1e-20 in float32)."""
+    factors = list(e.args)
+    for f in factors:
+        if not (isinstance(f, sympy.Pow) and f.exp == -1 and isinstance(f.base, hypot)
+                and singular_factor(f, known, excluded) == "norm_zero"):
+            continue
+        x = next((a for a in factors if a in f.base.args), None)
+        if x is None:
+            continue
+        used.add("norm_zero")
+        factors.remove(f)
+        factors.remove(x)
+        unit = sympy.Piecewise((Ratio(x, f.base), sympy.Ne(f.base, 0)), (0, True))
+        return sympy.Mul(unit, *factors)
+    return e
+
+
 def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     """Use 0 where a partial has a ``sqrt``-type or squared-norm singular factor at 0.
 
@@ -112,6 +135,8 @@ def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 pairs.append((fix(v, known | _nonzero_under(c), excluded), c))
                 excluded = excluded | _points(c)
             return sympy.Piecewise(*pairs)
+        if isinstance(e, sympy.Mul):
+            e = _unit_components(e, known, excluded, used)
         if e.args:  # (atoms have none)
             args = tuple(fix(a, known, excluded) for a in e.args)
             if args != e.args:
