@@ -26,7 +26,7 @@ from sympy import S
 
 from .constants import LIMIT_MAX_OPS
 from .subgradients import rational_zeros, singular_factor
-from .walk import standard
+from .walk import SYMPY_CANNOT, standard
 
 # How far beside a zero the sign of ``s`` is read (zeros are rational, of height at
 # most 10**6, so no two are this close).
@@ -102,8 +102,7 @@ def _limit(rest, v, r, bases):
     for d in sides:
         try:
             value = sympy.limit(meaning, v, r, d)
-        except (ValueError, NotImplementedError, TypeError, AttributeError,
-                ZeroDivisionError, RecursionError):
+        except SYMPY_CANNOT:
             return None
         if value not in (S.Infinity, S.NegativeInfinity) and (
             value.is_real is not True or value.has(v, sympy.AccumBounds)

@@ -22,7 +22,7 @@ import sympy
 from ...functions import Guard
 from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
 from .taylor import taylor_plan, taylor_polynomial, unit_interval
-from .walk import standard
+from .walk import SYMPY_CANNOT, standard
 
 
 def _open_powers(expr) -> set:
@@ -67,10 +67,7 @@ def limit_at_zero(expr, v):
         return None
     try:
         value = sympy.limit(meaning, v, 0, "+-")
-    except (ValueError, NotImplementedError, TypeError, AttributeError, ZeroDivisionError,
-            RecursionError):
-        # SymPy cannot find it (hypot(0, x) / x recurses in limit; a relation inside a
-        # guard of a second-order VJP has no leading term): no fill, not a crash
+    except SYMPY_CANNOT:  # SymPy cannot find it: no fill, not a crash
         return None
     # not finite and real: zoo, +-oo and complex values are not real; +-oo*sign(y) are
     # of unknown reality (so they are looked for); an unevaluated Limit still holds v

@@ -24,7 +24,7 @@ from sympy import S
 from ...functions import squarings
 from .. import formats
 from .constants import EPSILON, TAIL_TERMS
-from .walk import standard
+from .walk import SYMPY_CANNOT, standard
 
 
 def _pole_order(expr, v) -> int:
@@ -40,8 +40,7 @@ def _series(expr, v, order: int):
     try:
         series = sympy.series(standard(expr), v, 0, order).removeO()
         return {m[0]: c for m, c in sympy.Poly(series, v).terms()}
-    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError,
-            RecursionError):
+    except SYMPY_CANNOT:
         return None
 
 
@@ -220,7 +219,7 @@ def taylor_polynomial(expr, v, degree: int):
         # coefficients in other inputs may hold 1/Abs(r)... that Horner's own Poly
         # refuses as generators (pseudo-Huber d**2*(sqrt(1 + (r/d)**2) - 1))
         return sympy.horner(poly.as_expr(), wrt=v)
-    except (ValueError, NotImplementedError, TypeError, sympy.PolynomialError, RecursionError):
+    except SYMPY_CANNOT:
         return None
 
 

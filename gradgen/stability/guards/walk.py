@@ -47,6 +47,13 @@ def as_polynomial(e, v):
         return None
 
 
+# What SymPy's limit and series raise where they cannot take one (hypot(0, x)/x
+# recurses in limit; a relation inside a guard of a second-order VJP has no leading
+# term, no limit method): the guard that asked fills nothing, and the build goes on.
+SYMPY_CANNOT = (ValueError, NotImplementedError, TypeError, AttributeError,
+                ZeroDivisionError, sympy.PolynomialError, RecursionError)
+
+
 def standard(expr):
     """``expr`` with gradgen's functions written in SymPy's (for ``limit``): each
     declared function's meaning (:func:`gradgen.functions.declarations.as_meaning`)."""

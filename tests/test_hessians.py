@@ -1,0 +1,192 @@
+"""The Hessian suite: second and third derivatives of derived higher orders (`order: 3`)
+against 50-digit references (mpmath), in float32 and float64, at ordinary points and in
+the tails where TensorFlow's autodiff of a first-order VJP loses them.
+
+Each form: its spec text, its mpmath forward, its inputs' points. Second derivatives
+are every entry of the Hessian (nested tapes; mixed partials for two inputs); third
+derivatives the first input's. The default run takes a few forms (one module); the
+rest are marked slow (`python3 -m pytest -m slow`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+mp = mpmath
+SQRT2PI = "sqrt(2 / pi)"
+
+# name: (output, mpmath forward, points: one tuple of input values each)
+FORMS = {
+    "softplus": ("log(1 + exp(x))", lambda x: mp.log1p(mp.exp(x)),
+                 [(-3.0,), (0.5,), (20.0,), (-40.0,)]),
+    "sigmoid": ("1 / (1 + exp(-x))", lambda x: 1 / (1 + mp.exp(-x)),
+                [(-2.0,), (1.0,), (25.0,), (-25.0,)]),
+    "norm": ("sqrt(x**2 + y**2)", lambda x, y: mp.sqrt(x**2 + y**2),
+             [(3.0, 4.0), (-1.5, 0.25), (1e-20, 1e-20)]),
+    "masked_log": ("where(x >= 0, a*log(x), 0)",
+                   lambda x, a: a * mp.log(x) if x >= 0 else mp.mpf(0),
+                   [(0.5, 1.5), (3.0, -2.0), (-2.0, 1.0)]),
+    "tanh": ("tanh(x)", mp.tanh, [(-1.0,), (0.3,), (8.0,)]),
+    "log_sigmoid": ("-log(1 + exp(-x))", lambda x: -mp.log1p(mp.exp(-x)),
+                    [(-30.0,), (0.0,), (2.0,), (30.0,)]),
+    "swish": ("x / (1 + exp(-x))", lambda x: x / (1 + mp.exp(-x)),
+              [(-5.0,), (0.7,), (30.0,)]),
+    "gelu_tanh": (f"0.5 * x * (1 + tanh({SQRT2PI} * (x + 0.044715 * x**3)))",
+                  lambda x: x / 2 * (1 + mp.tanh(mp.sqrt(2 / mp.pi)
+                                                  * (x + mp.mpf("0.044715") * x**3))),
+                  [(-2.0,), (0.5,), (3.0,)]),
+    "gelu_erf": ("x * (1 + erf(x / sqrt(2))) / 2",
+                 lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2, [(-3.0,), (0.25,), (2.0,)]),
+    "elu": ("where(x > 0, x, exp(x) - 1)", lambda x: x if x > 0 else mp.expm1(x),
+            [(-2.0,), (-1e-3,), (1.5,)]),
+    "mish": ("x * tanh(log(1 + exp(x)))", lambda x: x * mp.tanh(mp.log1p(mp.exp(x))),
+             [(-3.0,), (0.5,), (4.0,)]),
+    "log_cosh": ("log(cosh(x))", lambda x: mp.log(mp.cosh(x)), [(-2.0,), (0.1,), (40.0,)]),
+    "softsign": ("x / (1 + Abs(x))", lambda x: x / (1 + abs(x)), [(-2.0,), (0.5,), (30.0,)]),
+    "logit": ("log(x / (1 - x))", lambda x: mp.log(x / (1 - x)),
+              [(0.2,), (0.5,), (0.9,)]),
+    "bce_logits": ("-(y*log(1/(1 + exp(-x))) + (1 - y)*log(1 - 1/(1 + exp(-x))))",
+                   lambda x, y: -(y * mp.log(1 / (1 + mp.exp(-x)))
+                                  + (1 - y) * mp.log(1 - 1 / (1 + mp.exp(-x)))),
+                   [(0.5, 0.3), (-3.0, 0.9), (20.0, 0.1)]),
+    "huber": ("where(Abs(r) <= 1, r**2 / 2, Abs(r) - 1/2)",
+              lambda r: r**2 / 2 if abs(r) <= 1 else abs(r) - mp.mpf(1) / 2,
+              [(-3.0,), (0.4,), (2.0,)]),
+    "pseudo_huber": ("sqrt(1 + x**2) - 1", lambda x: mp.sqrt(1 + x**2) - 1,
+                     [(-2.0,), (1e-3,), (50.0,)]),
+    "atan2": ("atan2(y, x)", lambda x, y: mp.atan2(y, x), [(1.0, 2.0), (-3.0, 0.5)]),
+    "lennard_jones": ("4 * ((1 / r)**12 - (1 / r)**6)",
+                      lambda r: 4 * (r**-12 - r**-6), [(0.9,), (1.2,), (3.0,)]),
+    "morse": ("(1 - exp(-(r - 1)))**2", lambda r: (1 - mp.exp(-(r - 1)))**2,
+              [(0.5,), (1.0,), (4.0,)]),
+    "coulomb": ("1 / r", lambda r: 1 / r, [(0.5,), (3.0,), (-2.0,)]),
+    "sinc": ("sin(x) / x", lambda x: mp.sin(x) / x if x != 0 else mp.mpf(1),
+             [(1e-3,), (0.7,), (5.0,)]),
+    "expm1_ratio": ("(exp(x) - 1) / x", lambda x: mp.expm1(x) / x if x != 0 else mp.mpf(1),
+                    [(-2.0,), (1e-4,), (3.0,)]),
+    "log1p_ratio": ("log(1 + x) / x", lambda x: mp.log1p(x) / x if x != 0 else mp.mpf(1),
+                    [(-0.5,), (1e-4,), (2.0,)]),
+    "xlogx": ("x * log(x)", lambda x: x * mp.log(x), [(0.01,), (1.0,), (20.0,)]),
+    "sqrt_relu": ("Piecewise((sqrt(x), x > 0), (0, True))",
+                  lambda x: mp.sqrt(x) if x > 0 else mp.mpf(0), [(-1.0,), (0.25,), (4.0,)]),
+    "gamma_like": ("exp((k - 1)*log(x) - x)", lambda x, k: mp.exp((k - 1) * mp.log(x) - x),
+                   [(0.5, 3.0), (4.0, 2.5), (30.0, 20.0)]),
+    "power": ("x**y", lambda x, y: x**y, [(2.0, 1.5), (0.5, 3.0)]),
+    "logaddexp": ("log(exp(x) + exp(y))", lambda x, y: mp.log(mp.exp(x) + mp.exp(y)),
+                  [(0.5, -1.0), (30.0, -30.0), (-50.0, -49.0)]),
+    "log_erfc": ("log(erfc(x))", lambda x: mp.log(mp.erfc(x)), [(-1.0,), (0.5,), (5.0,)]),
+    "cross_entropy": ("-p * log(q)", lambda p, q: -p * mp.log(q), [(0.3, 0.5), (1.0, 1e-3)]),
+    "exp_product": ("exp(a) * exp(b)", lambda a, b: mp.exp(a) * mp.exp(b),
+                    [(0.5, -1.0), (10.0, -12.0)]),
+    "kl_term": ("t * log(t / q)", lambda t, q: t * mp.log(t / q), [(0.5, 0.25), (2.0, 3.0)]),
+}
+# Real findings, kept visible as expected failures until the forms are fixed (each
+# checked by hand against the derived code); any other failure fails.
+KNOWN = {
+    "tanh": "sech(x)**2 as (1 - tanh(x))*(1 + tanh(x)): 1 - tanh(8) loses its digits in "
+    "float32 (2*sigmoid(-2x) would not, for an exp per element)",
+    "log_cosh": "its second derivative 1 - tanh(x)**2 is 0 at x = 40 (exact 7.2e-35) in "
+    "both dtypes, as tanh's",
+    "pseudo_huber": "d/dx x/sqrt(1 + x**2) as the quotient rule's difference (1 + "
+    "x**2)**(-1/2) - x**2*(1 + x**2)**(-3/2): 5e-4 relative at x = 50 in float32 (the "
+    "difference cancels; (1 + x**2)**(-3/2) would not)",
+    "log_erfc": "erfcx's declared derivative 2u*erfcx(u) - 2/sqrt(pi) cancels: the third "
+    "derivative is 1.3% off at u = 5 in float64 (and off in float32)",
+}
+# the default run's forms (one module); the others are slow
+DEFAULT = ("softplus", "sigmoid", "norm", "masked_log")
+INPUTS = {1: ("x",), 2: ("x", "y")}
+NAMES = {"masked_log": ("x", "a"), "lennard_jones": ("r",), "morse": ("r",),
+         "coulomb": ("r",), "huber": ("r",), "gamma_like": ("x", "k"),
+         "cross_entropy": ("p", "q"), "exp_product": ("a", "b"), "kl_term": ("t", "q")}
+
+
+def _names(name):
+    return NAMES.get(name, INPUTS[len(FORMS[name][2][0])])
+
+
+def _spec(names) -> str:
+    ops = "".join(
+        f"  - name: {n}\n    inputs: {{{', '.join(f'{v}: [null]' for v in _names(n))}}}\n"
+        f"    output: {FORMS[n][0]}\n" for n in names)
+    module = "hessians_" + ("default" if set(names) == set(DEFAULT) else "all")
+    return (f"version: 1\nmodule: {module}\ndtype: [float32, float64]\norder: 3\nops:\n"
+            + ops)
+
+
+@pytest.fixture(scope="module")
+def default_module(build):
+    return build(_spec(DEFAULT), audit=False)
+
+
+@pytest.fixture(scope="module")
+def all_module(build):
+    return build(_spec(list(FORMS)), audit=False)
+
+
+def _exact(f, point, orders):
+    with mp.workdps(50):
+        return float(mp.diff(f, tuple(mp.mpf(v) for v in point), orders))
+
+
+def _derivatives(tf, fn, point, dtype):
+    """{orders tuple: value}: every second derivative, and the first input's third."""
+    args = [tf.constant([v], dtype) for v in point]
+    n = len(args)
+    with tf.GradientTape(persistent=True) as t3:
+        t3.watch(args)
+        with tf.GradientTape(persistent=True) as t2:
+            t2.watch(args)
+            with tf.GradientTape() as t1:
+                t1.watch(args)
+                y = fn(*args)
+            grads = t1.gradient(y, args)
+        hess = [[t2.gradient(g, a) for a in args] for g in grads]
+    third = t3.gradient(hess[0][0], args[0])
+    out = {}
+    for i in range(n):
+        for j in range(n):
+            orders = tuple(sum(1 for k in (i, j) if k == m) for m in range(n))
+            value = hess[i][j]
+            out[orders] = 0.0 if value is None else float(value.numpy()[0])
+    first = tuple(3 if m == 0 else 0 for m in range(n))
+    out[first] = 0.0 if third is None else float(third.numpy()[0])
+    return out
+
+
+def _check(tf, module, name, dtype):
+    fn = getattr(module, name)
+    f = FORMS[name][1]
+    rtol = 2e-4 if dtype == "float32" else 1e-8
+    limit = float(np.finfo(dtype).max)
+    problems = []
+    for point in FORMS[name][2]:
+        got = _derivatives(tf, fn, point, dtype)
+        want = {o: _exact(f, point, o) for o in got}
+        scale = max(abs(w) for w in want.values())
+        for orders, w in want.items():
+            if abs(w) > limit / 4:
+                continue  # beyond the dtype's range: an inf is right
+            g = got[orders]
+            if not math.isfinite(g) or abs(g - w) > rtol * max(abs(w), 1e-3 * scale):
+                problems.append(f"{name}{point} d{orders}: got {g:.6g}, exact {w:.6g}")
+    if problems and name in KNOWN:
+        pytest.xfail(KNOWN[name])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", DEFAULT)
+def test_second_and_third_derivatives(tf, default_module, name, dtype):
+    _check(tf, default_module, name, dtype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [n for n in FORMS if n not in DEFAULT])
+def test_second_and_third_derivatives_of_every_form(tf, all_module, name, dtype):
+    _check(tf, all_module, name, dtype)
