@@ -276,12 +276,17 @@ def chained(impl: dict) -> dict:
                     params=", ".join([level["params"]] + outs), forward=[],
                     backward=level["forward"] + level["backward"],
                     grad_returns=", ".join([level["grad_returns"]] + ["None"] * len(outs)))
-        targets = ", ".join(outs) + ("," if len(outs) == 1 else "")
         caller = bodies[-1]
+        # the caller's gradients, in input order: the level's outputs (its own names
+        # for them are its parameters')
+        own = caller["levels_grads"] if k else caller["grad_returns"]
+        grads = [g for g in own.split(", ") if g != "None"]
+        targets = ", ".join(grads) + ("," if len(grads) == 1 else "")
         caller["backward"] = list(caller["backward"]) + [{
             "comments": [f"the same values, with their derived VJP: order {k + 2}"],
-            "code": f"{targets} = {name}({body['params']})",
+            "code": f"{targets} = {name}({', '.join([level['params']] + grads)})",
         }]
+        body["levels_grads"] = level["grad_returns"]
         bodies.append(body)
     return dict(bodies[0], level_impls=bodies[1:])
 

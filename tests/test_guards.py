@@ -1298,3 +1298,14 @@ def test_the_audit_does_not_take_a_slow_pole_for_a_limit():
     assert _limit(lambda v: 1 / (2 * mpmath.sqrt(v)), (0.0,), f32)[1] == UNDEFINED
     value, kind = _limit(lambda v: mpmath.sin(v) / v, (0.0,), f32)
     assert (value, kind != UNDEFINED) == (1.0, True)
+
+
+def test_a_series_or_limit_sympy_cannot_take_is_no_fill_not_a_crash():
+    """A guard's relation inside a pole's expression (t*log(t/q) at order 3): SymPy's
+    series and limit raise AttributeError ('StrictGreaterThan' has no as_leading_term),
+    which was an internal error of the build."""
+    e = Guard(x, x > y, 1) / x
+    assert taylor.taylor_polynomial(e, x, 4) is None
+    assert singularities.limit_at_zero(e, x) is None
+    assert guards.singular_limits(1 / sqrt(Guard(x, x > y, 1)), {x}) == (
+        1 / sqrt(Guard(x, x > y, 1)), (), ())
