@@ -107,7 +107,8 @@ def _orders(op, audited: bool) -> list[str]:
     """The higher orders: derived (each its VJP op's partials' count and audit), or why
     not (``order: 1`` says nothing)."""
     if op.level_note:
-        return [f"  higher orders: TensorFlow's autodiff of the VJP (order 2 {op.level_note})"]
+        return ["  higher orders: TensorFlow's autodiff of the VJP (order 2 not derived: "
+                f"{op.level_note})"]
     lines = []
     for k, level in enumerate(op.levels, start=2):
         lines.append(f"  order {k}: derived ({level.impl[1:-len('_vjp')]}: "

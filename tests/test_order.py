@@ -211,6 +211,10 @@ def test_fused_complex_and_det_ops_say_why_their_higher_orders_are_autodiff(tmp_
     for why in ("fuse: xla", "a complex op", "det (the cofactor"):
         assert f"Higher orders: TensorFlow's autodiff of this VJP (order 2 not derived: {why}" \
             in " ".join(text.split()), why
+    from gradgen.explain import explain_spec
+
+    assert ("higher orders: TensorFlow's autodiff of the VJP (order 2 not derived: fuse: "
+            "xla (the VJP is one XLA kernel))") in explain_spec(str(spec), "fused")
 
 
 def test_each_derived_order_is_audited_and_explained(tmp_path):

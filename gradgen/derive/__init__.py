@@ -107,7 +107,7 @@ def derive(program: Program, doc: SpecDocument) -> ir.OpIR:
         # never depends on the machine's speed)
         reason = ("nested too deeply" if isinstance(e, RecursionError)
                   else e.diagnostics[0].message)
-        return dataclasses.replace(op, level_note=f"not derived: {reason}")
+        return dataclasses.replace(op, level_note=reason)
     return dataclasses.replace(op, levels=levels)
 
 
