@@ -43,15 +43,6 @@ class Guard(sympy.Function):
         u, _, safe = self.args
         return (u.is_real and safe.is_real) or None
 
-    def _eval_is_zero(self):
-        # where(u != 0, u, s) with s != 0 is never 0 (a guard of it again is redundant:
-        # the derived second order of a norm guarded its guarded norm)
-        u, cond, safe = self.args
-        if isinstance(cond, sympy.Ne) and cond.args[0] == u and cond.args[1] == 0 \
-                and safe.is_zero is False:
-            return False
-        return None
-
     def _eval_derivative(self, s):
         u, cond, safe = self.args
         du, dsafe = u.diff(s), safe.diff(s)

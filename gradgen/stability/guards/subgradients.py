@@ -71,8 +71,7 @@ def singular_factor(e, known, excluded=frozenset()) -> str | None:
     if not isinstance(e, sympy.Pow) or not (e.exp.is_Rational and e.exp.is_negative):
         return None
     s = e.base
-    if (s.is_positive or s.is_number or s.is_zero is False or s in known
-            or _zeros_excluded(s, excluded)):
+    if s.is_positive or s.is_number or s in known or _zeros_excluded(s, excluded):
         return None
     if e.exp == -S.Half:
         return "sqrt_zero"
