@@ -170,20 +170,16 @@ def test_hessians_in_every_mode_match_autodiff_of_the_plain_forward(tf, orders):
     for mode, value in got.items():
         np.testing.assert_allclose(value, want, rtol=1e-10, err_msg=mode)
     # the Hessian in x row by row (batch_jacobian of the gradient)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            value, _ = ours(x, b)
-        gx = inner.gradient(value, x)
-    got_h = outer.batch_jacobian(gx, x).numpy()
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            value, _ = plain(x, b)
-        gx = inner.gradient(value, x)
-    np.testing.assert_allclose(got_h, outer.batch_jacobian(gx, x).numpy(), rtol=1e-10)
+    def rows(fn):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                value, _ = fn(x, b)
+            gx = inner.gradient(value, x)
+        return outer.batch_jacobian(gx, x).numpy()
+
+    np.testing.assert_allclose(rows(ours), rows(plain), rtol=1e-10)
 
 
 def test_each_op_derives_up_to_its_order_and_says_so(orders):
