@@ -67,20 +67,19 @@ def _holomorphic_vjp(z, w):
         conjugate_z = tf.math.conj(z)
         conjugate_z_sq = conjugate_z * conjugate_z
         exp_conjugate_z = tf.math.exp(conjugate_z)
-        t = 2.0 * conjugate_z
-        t_1 = t + conjugate_w * conjugate_w + 3.0
-        t_2 = (conjugate_z_sq + 1.0) * tf.math.square(1.0 / t_1) * 2.0
+        t = 2.0 * conjugate_z + conjugate_w * conjugate_w + 3.0
+        t_1 = (conjugate_z_sq + 1.0) * tf.math.square(1.0 / t)
         # d(out)/d(z) = 3*z**2*log(z) + z**2 - 2*z/(w**2 + 2*z + 3) + 2*(z**2 + 1)/(w**2
         #     + 2*z + 3)**2 + exp(z)*sin(w)  (holomorphic.output)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_z = _unbroadcast(
             upstream
             * (
-                conjugate_z_sq * tf.math.conj(log_z) * 3.0
+                -conjugate_z * 2.0 / t
+                + conjugate_z_sq * tf.math.conj(log_z) * 3.0
                 + conjugate_z_sq
                 + exp_conjugate_z * tf.math.sin(conjugate_w)
-                - t / t_1
-                + t_2
+                + 2.0 * t_1
             ),
             z,
         )
@@ -88,7 +87,8 @@ def _holomorphic_vjp(z, w):
         #     (holomorphic.output)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_w = _unbroadcast(
-            upstream * (conjugate_w * t_2 + exp_conjugate_z * tf.math.cos(conjugate_w)),
+            upstream
+            * (conjugate_w * t_1 * 2.0 + exp_conjugate_z * tf.math.cos(conjugate_w)),
             w,
         )
         return grad_z, grad_w

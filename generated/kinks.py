@@ -263,13 +263,13 @@ def _maximum_vjp(x, y):
     out = tf.math.maximum(x, y)
 
     def grad(upstream):
-        t = 0.5 * tf.cast(tf.math.equal(x, y), tf.float32)
+        t = tf.cast(tf.math.equal(x, y), tf.float32)
         # d(out)/d(x) = [x == y]/2 + [x > y]  (maximum.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(upstream * (t + tf.cast(x > y, tf.float32)), x)
+        grad_x = _unbroadcast(upstream * (0.5 * t + tf.cast(x > y, tf.float32)), x)
         # d(out)/d(y) = [x < y] + [x == y]/2  (maximum.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(upstream * (t + tf.cast(x < y, tf.float32)), y)
+        grad_y = _unbroadcast(upstream * (0.5 * t + tf.cast(x < y, tf.float32)), y)
         return grad_x, grad_y
 
     return out, grad

@@ -291,13 +291,13 @@ def _scaled_sum_vjp(a, b, scale):
     out = scale * t * t
 
     def grad(upstream):
-        t_1 = scale * t * upstream * 2.0
+        t_1 = scale * t * upstream
         # d(out)/d(a) = 2*scale*(a + b)  (scaled_sum.output)
         #   unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
-        grad_a = _unbroadcast(t_1, a)
+        grad_a = _unbroadcast(2.0 * t_1, a)
         # d(out)/d(b) = 2*scale*(a + b)  (scaled_sum.output)
         #   unbroadcast [None, 3] from [None, 3]: axes from run-time shapes
-        grad_b = _unbroadcast(t_1, b)
+        grad_b = _unbroadcast(2.0 * t_1, b)
         return grad_a, grad_b, None
 
     return out, grad

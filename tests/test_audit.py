@@ -386,13 +386,14 @@ def _example_ops():
 KNOWN = {
     ("stability", "expm1_ratio"): "exp(x) overflows for x > 88.7 in float32 while "
     "(exp(x) - 1)/x stays finite up to x = 93: inf, and inf - inf = NaN in the gradient",
-    ("potentials", "lennard_jones"): "6/r overflows for r < 1.8e-38 before it meets "
-    "eps (the gradient -24 eps/r is -24 at r = sigma = eps = 1.2e-38): inf * 0 = NaN",
+    ("potentials", "lennard_jones"): "inv_r * 6.0 - inv_r * ... * 12.0 is inf - inf at "
+    "r = sigma = eps = 1.2e-38 (the gradient -24 eps/r is -24), and the 12th power "
+    "overflows where a tiny eps brings the product back into range",
+    ("special", "log_erfc"): "erfcx(u) ~ 1/(u sqrt(pi)) is subnormal, so 0 under "
+    "flush-to-zero, for u > 4.8e37: -2/sqrt(pi) / 0 = -inf where the gradient is ~ -2u",
     ("potentials", "morse"): "r - r0 overflows at r = -r0 = -3.4e38 where width * (r - r0) "
     "is 8 (width = 1.2e-38), and depth * expm1(t) * exp(t) overflows at depth = 3.4e38 "
     "before width = -1.2e-38 brings the gradient back to 2.3e4",
-    ("special", "log_erfc"): "erfcx(u) ~ 1/(u sqrt(pi)) is subnormal, so 0 under "
-    "flush-to-zero, for u > 4.8e37: -2/sqrt(pi) / 0 = -inf where the gradient is ~ -2u",
 }
 
 
@@ -409,6 +410,23 @@ def test_example_ops_are_clean(path, name):
     if reason and failing:
         pytest.xfail(reason)
     assert not failing
+
+
+def test_shared_constant_multiples_are_applied_last(tmp_path, no_cache):
+    """CSE used to share ``t = 4.0 * eps`` between the forward and the gradient: it
+    overflows at eps > 8.5e37 in float32 before ``a - b = 0`` makes the product 0, so
+    the value and gradient were inf * 0 = NaN where the exact ones are 0."""
+    op = _op(_spec(tmp_path, """
+        - name: scaled
+          inputs: {a: [null], b: [null], eps: [null]}
+          output: 4 * eps * (a - b)**2
+    """), "scaled")
+    views = op_views(op)
+    assert "4.0 * eps" not in json.dumps(views.to_json())
+    point = {"a": np.array([1.0, -2.0]), "b": np.array([1.0, -2.0]),
+             "eps": np.array([1e38, -3e38])}
+    outputs, gradients = Program(views).run(formats.get("float32"), point)
+    assert [list(outputs[0])] + [list(gradients[0][n]) for n in "ab"] == [[0, 0]] * 3
 
 
 # ------------------------------------------------------------------ wiring
@@ -1036,6 +1054,8 @@ def _exact_values(tmp_path, output, inputs, point, dtype="float64"):
     ("x / Abs(x)", ("x",), (0.0,), None),
     # a pole: infinite from both sides is not a number to compare with
     ("x / (x * x * x)", ("x",), (0.0,), None),
+    # 0/0 in two inputs times a third: every ray gives 0, yet there is no limit
+    ("4 * z * ((y / x)**12 - (y / x)**6)", ("x", "y", "z"), (0.0, 0.0, 0.0), None),
 ])
 def test_reference_takes_the_limit_at_removable_singularities(tmp_path, output, inputs,
                                                               point, want):

@@ -42,6 +42,7 @@ def share(d: Derivation, forward_values, backward_values, where_exprs):
         symbols=sympy.numbered_symbols("_cse"),
         order="canonical",
     )
+    replacements, reduced = _constants_last(replacements, reduced)
     reduced_iter = iter(reduced)
 
     def take(_):
@@ -66,6 +67,30 @@ def share(d: Derivation, forward_values, backward_values, where_exprs):
     backward = emitter.emit(bwd_vals, {rename[s] for s in order if s not in forward_temps},
                             bwd_folded)
     return forward, backward
+
+
+def _constants_last(replacements, reduced):
+    """``(replacements, reduced)`` without temporaries of a number times the rest
+    (``t = 4.0 * eps``): the temporary becomes the rest, where that is compound, and the
+    number moves into each use, where the printer applies it last. As a temporary,
+    ``4.0 * eps`` overflows (eps > 8.5e37 in float32) before a later factor that is 0 or
+    small brings the product back into range: ``t * (a - b)`` is NaN where a = b."""
+    sub: dict = {}
+    kept = []
+    for s, e in replacements:
+        e = e.xreplace(sub)
+        numbers = [f for f in e.args if f.is_number] if isinstance(e, sympy.Mul) else []
+        coeff = sympy.Mul(*numbers)
+        if not numbers or coeff in (1, -1):
+            kept.append((s, e))
+            continue
+        rest = sympy.Mul(*(f for f in e.args if not f.is_number))
+        if rest.is_Atom:
+            sub[s] = e
+        else:
+            kept.append((s, rest))
+            sub[s] = coeff * s
+    return kept, [r.xreplace(sub) for r in reduced]
 
 
 def _forward_temps(temps: dict, fwd_vals) -> set:

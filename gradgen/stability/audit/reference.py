@@ -336,9 +336,13 @@ _DIRECTIONS = ((1.0, 0.625, 0.375, 0.8125), (-1.0, -0.5625, -0.6875, -0.3125),
                (0.75, -1.0, 0.5, -0.875))
 
 
+_SLOWER = 2.0 ** -64
+
+
 def _limit(f, point, fmt: Format) -> tuple[float, int]:
-    """The common value a tiny step away from ``point`` along each direction, if the
-    steps agree and a step as many bits smaller again gives the same value (a removable
+    """The common value a tiny step away from ``point`` along each direction (with
+    several inputs, also with each input in turn moving :data:`_SLOWER` times as far),
+    if the steps agree and a step as many bits smaller again gives the same value (a removable
     singularity such as sin(x)/x at 0); else UNDEFINED (no limit, or a pole: 1/sqrt(x)
     at 0 is 8e31 a step of 2**-88 times float32's smallest normal away, and grows).
 
@@ -351,7 +355,14 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     for limits of 1/2.
     """
     step_bits = fmt.precision + 64
-    directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
+    directions = list(_DIRECTIONS) if len(point) > 1 else list(_DIRECTIONS[:2])
+    if len(point) > 1:
+        # each input in turn moving far less than the others: a 0/0 of two inputs
+        # (sigma/r at r = sigma = 0) has no limit, though along every ray through the
+        # point 4*eps*((sigma/r)**12 - (sigma/r)**6) at 0, 0, 0 tends to 0
+        first = [_DIRECTIONS[0][i % len(_DIRECTIONS[0])] for i in range(len(point))]
+        directions += [tuple(_SLOWER if j == i else d for j, d in enumerate(first))
+                       for i in range(len(point))]
     values = [_stepped(f, point, fmt, step_bits, d) for d in directions]
     values.append(_stepped(f, point, fmt, 2 * step_bits, directions[0]))
     if any(value is None for value in values):
