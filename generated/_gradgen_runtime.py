@@ -476,14 +476,37 @@ def _erfcx(x):
     far = x < _ERFCX_OVERFLOW_BELOW
     xl = tf.where(large, x, _ERFCX_ASYMPTOTIC_FROM)
     xs = tf.where(tf.math.logical_or(large, far), tf.zeros_like(x), x)
-    r = 0.5 / (xl * xl)
-    series = _ERFCX_SERIES[-1] * tf.ones_like(r)
-    for c in reversed(_ERFCX_SERIES[:-1]):
-        series = c + r * series
-    asymptotic = series / (xl * 1.7724538509055159)  # sqrt(pi)
+    asymptotic = _erfcx_series(xl) / (xl * 1.7724538509055159)  # sqrt(pi)
     direct = tf.math.exp(xs * xs) * tf.math.erfc(xs)
     inf = tf.constant(float("inf"), dtype=tf.float64)
     out = tf.where(large, asymptotic, tf.where(far, inf, direct))
+    return tf.cast(out, dtype)
+
+
+def _erfcx_series(x):
+    """x sqrt(pi) erfcx(x) for float64 x >= _ERFCX_ASYMPTOTIC_FROM (_ERFCX_SERIES)."""
+    r = 0.5 / (x * x)
+    series = _ERFCX_SERIES[-1] * tf.ones_like(r)
+    for c in reversed(_ERFCX_SERIES[:-1]):
+        series = c + r * series
+    return series
+
+
+# _erfcx_recip: 1 / erfcx(x), finite where erfcx(x) is subnormal.
+def _erfcx_recip(x):
+    """1 / erfcx(x) = exp(-x**2) / erfc(x), elementwise.
+
+    x sqrt(pi) / (erfcx's asymptotic series) from _ERFCX_ASYMPTOTIC_FROM: erfcx(x), about
+    1 / (x sqrt(pi)), is subnormal in float32 from x = 4.8e37 (0 under flush-to-zero),
+    where 1 / erfcx(x) is still finite. 1 / erfcx(x) below. Float16, bfloat16 and float32
+    compute in float64.
+    """
+    dtype = x.dtype
+    x = tf.cast(x, tf.float64)
+    large = x >= _ERFCX_ASYMPTOTIC_FROM
+    xl = tf.where(large, x, _ERFCX_ASYMPTOTIC_FROM)
+    xs = tf.where(large, tf.zeros_like(x), x)
+    out = tf.where(large, xl * 1.7724538509055159 / _erfcx_series(xl), 1.0 / _erfcx(xs))
     return tf.cast(out, dtype)
 
 

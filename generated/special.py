@@ -13,7 +13,7 @@ else:  # imported as a top-level module, its folder on sys.path
 
 _check_input = _runtime._check_input
 _cofactor = _runtime._cofactor
-_erfcx = _runtime._erfcx
+_erfcx_recip = _runtime._erfcx_recip
 _hypot = _runtime._hypot
 _log_erfc = _runtime._log_erfc
 _unbroadcast = _runtime._unbroadcast
@@ -276,14 +276,14 @@ def log_erfc(u):
         out = log(erfc(u))
 
     Partial derivatives:
-        d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))
+        d(out)/d(u) = -2*erfcx_recip(u)/sqrt(pi)
 
     Stable forms and guards used:
         log_erfc: log(erfc(u)) = log_erfc(u) = -u**2 + log(erfcx(u)), erfcx(u) =
             exp(u**2)*erfc(u)
 
-    Accuracy audit (float32, 139 points): the gradient is NaN or inf where the exact one
-        is finite (of u at 2 points); worst error all 24 significant bits lost.
+    Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
+        is; worst error at most 4 of 24 bits.
 
     Args:
         u: float32 tensor of shape [...].
@@ -312,8 +312,8 @@ def _log_erfc_vjp(u):
     out = _log_erfc(u)
 
     def grad(upstream):
-        # d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))  (log_erfc.output)
-        grad_u = upstream * (-2 / math.sqrt(math.pi)) / _erfcx(u)
+        # d(out)/d(u) = -2*erfcx_recip(u)/sqrt(pi)  (log_erfc.output)
+        grad_u = upstream * _erfcx_recip(u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad
@@ -326,7 +326,7 @@ def log_one_minus_erf(u):
         out = log(1 - erf(u))
 
     Partial derivatives:
-        d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))
+        d(out)/d(u) = -2*erfcx_recip(u)/sqrt(pi)
 
     Stable forms and guards used:
         erf_complement: c - c*erf(u) = c*erfc(u): 1 - erf(u) = erfc(u), erf(u) - 1 =
@@ -364,8 +364,8 @@ def _log_one_minus_erf_vjp(u):
     out = _log_erfc(u)
 
     def grad(upstream):
-        # d(out)/d(u) = -2/(sqrt(pi)*erfcx(u))  (log_one_minus_erf.output)
-        grad_u = upstream * (-2 / math.sqrt(math.pi)) / _erfcx(u)
+        # d(out)/d(u) = -2*erfcx_recip(u)/sqrt(pi)  (log_one_minus_erf.output)
+        grad_u = upstream * _erfcx_recip(u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
     return out, grad

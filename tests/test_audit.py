@@ -389,8 +389,6 @@ KNOWN = {
     ("potentials", "lennard_jones"): "inv_r * 6.0 - inv_r * ... * 12.0 is inf - inf at "
     "r = sigma = eps = 1.2e-38 (the gradient -24 eps/r is -24), and the 12th power "
     "overflows where a tiny eps brings the product back into range",
-    ("special", "log_erfc"): "erfcx(u) ~ 1/(u sqrt(pi)) is subnormal, so 0 under "
-    "flush-to-zero, for u > 4.8e37: -2/sqrt(pi) / 0 = -inf where the gradient is ~ -2u",
     ("potentials", "morse"): "r - r0 overflows at r = -r0 = -3.4e38 where width * (r - r0) "
     "is 8 (width = 1.2e-38), and depth * expm1(t) * exp(t) overflows at depth = 3.4e38 "
     "before width = -1.2e-38 brings the gradient back to 2.3e4",

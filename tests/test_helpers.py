@@ -1129,6 +1129,16 @@ def test_log_erfc_gradient(H, dtype):
     assert_close(g, rounded(want, dtype), {"float32": 1e-6, "float64": 1e-10}[dtype])
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_erfcx_recip_values(H, dtype):
+    """1 / erfcx(x), also where erfcx(x) is subnormal in float32 (x > 4.8e37: 0 under
+    flush-to-zero, so 1 / _erfcx(x) is inf there) and where it is inf (x < -26.6)."""
+    x = rounded([-30.0, -5.0, 0.0, 1.0, 9.99, 10.0, 1e4, 1e10, 5.95e37, 3e38], dtype)
+    out = H._erfcx_recip(tf.constant(x, dtype))
+    want = elementwise(lambda v: 1 / mp_erfcx(v), x)
+    assert_close(out, rounded(want, dtype), {"float32": 1e-6, "float64": 1e-13}[dtype])
+
+
 # --------------------------------------------------------------------------- _hypot
 
 HYPOT_TERMS = [

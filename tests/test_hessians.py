@@ -56,9 +56,28 @@ FORMS = {
     "huber": ("where(Abs(r) <= 1, r**2 / 2, Abs(r) - 1/2)",
               lambda r: r**2 / 2 if abs(r) <= 1 else abs(r) - mp.mpf(1) / 2,
               [(-3.0,), (0.4,), (2.0,)]),
-    "pseudo_huber": "the first order's cancellation-free form x**2/(hypot(1, x) + 1), "
-    "differentiated twice, is a sum of terms that cancel: 5e-4 relative at x = 50 in "
-    "float32 (the exact (1 + x**2)**(-3/2) has no difference)",
+    "pseudo_huber": ("sqrt(1 + x**2) - 1", lambda x: mp.sqrt(1 + x**2) - 1,
+                     [(-2.0,), (1e-3,), (50.0,)]),
+    "atan2": ("atan2(y, x)", lambda x, y: mp.atan2(y, x), [(1.0, 2.0), (-3.0, 0.5)]),
+    "lennard_jones": ("4 * ((1 / r)**12 - (1 / r)**6)",
+                      lambda r: 4 * (r**-12 - r**-6), [(0.9,), (1.2,), (3.0,)]),
+    "morse": ("(1 - exp(-(r - 1)))**2", lambda r: (1 - mp.exp(-(r - 1)))**2,
+              [(0.5,), (1.0,), (4.0,)]),
+    "coulomb": ("1 / r", lambda r: 1 / r, [(0.5,), (3.0,), (-2.0,)]),
+    "sinc": ("sin(x) / x", lambda x: mp.sin(x) / x if x != 0 else mp.mpf(1),
+             [(1e-3,), (0.7,), (5.0,)]),
+    "expm1_ratio": ("(exp(x) - 1) / x", lambda x: mp.expm1(x) / x if x != 0 else mp.mpf(1),
+                    [(-2.0,), (1e-4,), (3.0,)]),
+    "log1p_ratio": ("log(1 + x) / x", lambda x: mp.log1p(x) / x if x != 0 else mp.mpf(1),
+                    [(-0.5,), (1e-4,), (2.0,)]),
+    "xlogx": ("x * log(x)", lambda x: x * mp.log(x), [(0.01,), (1.0,), (20.0,)]),
+    "sqrt_relu": ("Piecewise((sqrt(x), x > 0), (0, True))",
+                  lambda x: mp.sqrt(x) if x > 0 else mp.mpf(0), [(-1.0,), (0.25,), (4.0,)]),
+    "gamma_like": ("exp((k - 1)*log(x) - x)", lambda x, k: mp.exp((k - 1) * mp.log(x) - x),
+                   [(0.5, 3.0), (4.0, 2.5), (30.0, 20.0)]),
+    "power": ("x**y", lambda x, y: x**y, [(2.0, 1.5), (0.5, 3.0)]),
+    "logaddexp": ("log(exp(x) + exp(y))", lambda x, y: mp.log(mp.exp(x) + mp.exp(y)),
+                  [(0.5, -1.0), (30.0, -30.0), (-50.0, -49.0)]),
     "log_erfc": ("log(erfc(x))", lambda x: mp.log(mp.erfc(x)), [(-1.0,), (0.5,), (5.0,)]),
     "cross_entropy": ("-p * log(q)", lambda p, q: -p * mp.log(q), [(0.3, 0.5), (1.0, 1e-3)]),
     "exp_product": ("exp(a) * exp(b)", lambda a, b: mp.exp(a) * mp.exp(b),
@@ -72,11 +91,12 @@ KNOWN = {
     "float32 (2*sigmoid(-2x) would not, for an exp per element)",
     "log_cosh": "its second derivative 1 - tanh(x)**2 is 0 at x = 40 (exact 7.2e-35) in "
     "both dtypes, as tanh's",
-    "pseudo_huber": "d/dx x/sqrt(1 + x**2) as the quotient rule's difference (1 + "
-    "x**2)**(-1/2) - x**2*(1 + x**2)**(-3/2): 5e-4 relative at x = 50 in float32 (the "
-    "difference cancels; (1 + x**2)**(-3/2) would not)",
-    "log_erfc": "erfcx's declared derivative 2u*erfcx(u) - 2/sqrt(pi) cancels: the third "
-    "derivative is 1.3% off at u = 5 in float64 (and off in float32)",
+    "pseudo_huber": "the first order's cancellation-free form x**2/(hypot(1, x) + 1), "
+    "differentiated twice, is a sum of terms that cancel: 5e-4 relative at x = 50 in "
+    "float32 (the exact (1 + x**2)**(-3/2) has no difference)",
+    "log_erfc": "the declared derivatives of erfcx_recip, 2*erfcx_recip(u)**2/sqrt(pi) - "
+    "2*u*erfcx_recip(u) and the next, cancel: the third derivative is 0.3% off at u = 5 in "
+    "float32 (float64 holds)",
 }
 # the default run's forms (one module); the others are slow
 DEFAULT = ("sigmoid", "log_sigmoid")  # (softplus, norm, masked_log: test_order.py)

@@ -88,6 +88,7 @@ DEFINITIONS = {
     "logcosh": lambda x: mpmath.log(mpmath.cosh(x)),
     "log1mexp": lambda x: mpmath.log1p(-mpmath.exp(x)),
     "erfcx": lambda x: mpmath.exp(x * x) * num.mp_erfc(x),
+    "erfcx_recip": lambda x: mpmath.exp(-x * x) / num.mp_erfc(x),
     "log_erfc": lambda x: mpmath.log(num.mp_erfc(x)),
     "hypot": lambda *t: mpmath.sqrt(mpmath.fsum(v * v for v in t)),
     "Guard": lambda u, cond, safe: u if cond else safe,
@@ -324,6 +325,11 @@ SPECIAL = [
     ("erfcx", (-26.6,), REFERENCE, 1e-13), ("erfcx", (-26.628,), REFERENCE, 1e-13),
     ("erfcx", (-26.62873571375149,), REFERENCE, 1e-13),  # the last finite value
     ("erfcx", (-26.63,), INF), ("erfcx", (NAN,), NAN),
+    # 1 / erfcx: x sqrt(pi) over the series from 10, finite where erfcx is subnormal
+    ("erfcx_recip", (0.0,), 1.0), ("erfcx_recip", (-5.0,), REFERENCE),
+    ("erfcx_recip", (9.99,), REFERENCE, 1e-13), ("erfcx_recip", (10.0,), REFERENCE),
+    ("erfcx_recip", (1e10,), REFERENCE), ("erfcx_recip", (5.95e37,), REFERENCE),
+    ("erfcx_recip", (-30.0,), REFERENCE), ("erfcx_recip", (NAN,), NAN),
     ("log_erfc", (0.0,), 0.0), ("log_erfc", (10.0,), REFERENCE),
     ("log_erfc", (30.0,), REFERENCE), ("log_erfc", (1e10,), REFERENCE),
     ("log_erfc", (-30.0,), math.log(2.0)), ("log_erfc", (-INF,), math.log(2.0)),

@@ -43,7 +43,7 @@ from .kinks import Heaviside, Max, Min, ceiling, floor, indicator, sign
 from .nan_safe import mul_no_nan, xdivy, xlog1py, xlogy
 from .registry import Function
 from .smooth import (
-    erfc, erfcx, hypot, log1mexp, log_erfc, logcosh, logsumexp, sigmoid, softmax_weight,
+    erfc, erfcx, erfcx_recip, hypot, log1mexp, log_erfc, logcosh, logsumexp, sigmoid, softmax_weight,
     softplus,
 )
 
@@ -72,6 +72,7 @@ __all__ = [
     "nan_outside",
     "erfc",
     "erfcx",
+    "erfcx_recip",
     "log_erfc",
     "hypot",
     "Const",

@@ -148,6 +148,7 @@ FUNCTIONS: tuple[Function, ...] = (
           (smooth.logcosh, (1, 1), "_logcosh", num.np_logcosh, None),
           (smooth.log1mexp, (1, 1), "_log1mexp", num.np_log1mexp, None),
           (smooth.erfcx, (1, 1), "_erfcx", num.np_erfcx, None),
+          (smooth.erfcx_recip, (1, 1), "_erfcx_recip", num.np_erfcx_recip, None),
           (smooth.log_erfc, (1, 1), "_log_erfc", num.np_log_erfc, None),
           (smooth.hypot, (1, None), "_hypot", num.np_hypot, None),
       )),

@@ -82,11 +82,25 @@ def _erfcx_scalar(x):
         return math.inf
     if x < 10.0:
         return math.exp(x * x) * math.erfc(x)
+    return _erfcx_series(x) / x / math.sqrt(math.pi)
+
+
+def _erfcx_series(x):
+    """x sqrt(pi) erfcx(x) for x >= 10: 12 terms of the asymptotic series."""
     r, term, total = 0.5 / x / x, 1.0, 1.0
     for n in range(1, 13):
         term *= -(2 * n - 1) * r
         total += term
-    return total / x / math.sqrt(math.pi)
+    return total
+
+
+def _erfcx_recip_scalar(x):
+    # 1 / erfcx(x): x sqrt(pi) / series from x = 10, as the generated helper does
+    x = float(x)
+    if math.isnan(x) or x < 10.0:
+        return 1.0 / _erfcx_scalar(x)
+    with np.errstate(over="ignore"):
+        return float(np.float64(x) * math.sqrt(math.pi) / _erfcx_series(x))
 
 
 def _log_erfc_scalar(x):
@@ -101,6 +115,7 @@ def _log_erfc_scalar(x):
 
 
 np_erfcx = np.vectorize(_erfcx_scalar, otypes=[float])
+np_erfcx_recip = np.vectorize(_erfcx_recip_scalar, otypes=[float])
 np_log_erfc = np.vectorize(_log_erfc_scalar, otypes=[float])
 
 

@@ -19,10 +19,8 @@ from .internal import nan_outside
 class sigmoid(RealUnary):
     """Logistic function ``1 / (1 + exp(-x))``; real for real ``x``, values in (0, 1)."""
 
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_zero:
-            return S.Half
+    at_zero = S.Half
+    defined_by = sympy.exp
 
     def fdiff(self, argindex=1):
         # sigmoid(x) * (1 - sigmoid(x)), written without the cancellation in 1 - s
@@ -32,9 +30,6 @@ class sigmoid(RealUnary):
 
     def _eval_rewrite_as_exp(self, arg, **kwargs):
         return 1 / (1 + sympy.exp(-arg))
-
-    def _eval_evalf(self, prec):
-        return self.rewrite(sympy.exp)._eval_evalf(prec)
 
     def _eval_conjugate(self):
         return sigmoid(self.args[0].conjugate())
@@ -49,10 +44,8 @@ class sigmoid(RealUnary):
 class softplus(RealUnary):
     """``log(1 + exp(x))``, computed without overflow; real and positive for real ``x``."""
 
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_zero:
-            return sympy.log(2)
+    at_zero = sympy.log(2)
+    defined_by = sympy.exp
 
     def fdiff(self, argindex=1):
         return sigmoid(self.args[0])
@@ -61,9 +54,6 @@ class softplus(RealUnary):
         return sympy.log(1 + sympy.exp(arg))
 
     _eval_rewrite_as_log = _eval_rewrite_as_exp
-
-    def _eval_evalf(self, prec):
-        return self.rewrite(sympy.exp)._eval_evalf(prec)
 
     def _eval_conjugate(self):
         return softplus(self.args[0].conjugate())
@@ -124,19 +114,14 @@ class logcosh(RealUnary):
     cosh for |x| > 89 in float32) and as ``-log1p(-tanh(x)**2) / 2`` for |x| < 1
     (``cosh(x) - 1`` without cancellation near 0); derivative ``tanh(x)``."""
 
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_zero:
-            return S.Zero
+    at_zero = S.Zero
+    defined_by = sympy.log
 
     def fdiff(self, argindex=1):
         return sympy.tanh(self.args[0])
 
     def _eval_rewrite_as_log(self, arg, **kwargs):
         return sympy.log(sympy.cosh(arg))
-
-    def _eval_evalf(self, prec):
-        return self.rewrite(sympy.log)._eval_evalf(prec)
 
     def _eval_is_nonnegative(self):
         return self.args[0].is_real or None
@@ -211,10 +196,8 @@ class erfcx(RealUnary):
     from TensorFlow's autodiff of the helper's asymptotic series instead).
     """
 
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_zero:
-            return S.One
+    at_zero = S.One
+    defined_by = sympy.exp
 
     def fdiff(self, argindex=1):
         x = self.args[0]
@@ -223,8 +206,29 @@ class erfcx(RealUnary):
     def _eval_rewrite_as_exp(self, arg, **kwargs):
         return sympy.exp(arg**2) * sympy.erfc(arg)
 
-    def _eval_evalf(self, prec):
-        return self.rewrite(sympy.exp)._eval_evalf(prec)
+    def _eval_is_positive(self):
+        return self.args[0].is_real or None
+
+
+class erfcx_recip(RealUnary):
+    """``1 / erfcx(x) = exp(-x**2) / erfc(x)``, about ``x sqrt(pi)`` for large x, where
+    erfcx(x) is subnormal (x > 4.8e37 in float32: 0 under flush-to-zero, so 1 / erfcx(x)
+    would be inf where the value is finite). Computed by the ``_erfcx_recip`` helper:
+    ``x sqrt(pi)`` over erfcx's asymptotic series (DLMF 7.12.1) from x = 10.
+
+    Derivative: ``(2 / sqrt(pi)) erfcx_recip(x)**2 - 2 x erfcx_recip(x)`` (the quotient
+    rule with erfcx's derivative; it cancels for large x, as erfcx's does).
+    """
+
+    at_zero = S.One
+    defined_by = sympy.exp
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        return 2 / sympy.sqrt(sympy.pi) * self**2 - 2 * x * self
+
+    def _eval_rewrite_as_exp(self, arg, **kwargs):
+        return sympy.exp(-arg**2) / sympy.erfc(arg)
 
     def _eval_is_positive(self):
         return self.args[0].is_real or None
@@ -235,23 +239,19 @@ class log_erfc(RealUnary):
     x > 26.6 in float64, so log gives -inf and the derivative 0/0): for large x it is
     ``-x**2 + log(erfcx(x))``. Computed by the ``_log_erfc`` helper.
 
-    Derivative: ``-2 / (sqrt(pi) erfcx(x))``, that is ``-2 exp(-x**2) / (sqrt(pi)
-    erfc(x))`` without the 0/0 (about ``-2x`` for large x).
+    Derivative: ``-2 erfcx_recip(x) / sqrt(pi)``, that is ``-2 exp(-x**2) / (sqrt(pi)
+    erfc(x))`` without the 0/0 (about ``-2x`` for large x), and without the inf of
+    ``1 / erfcx(x)`` where erfcx is subnormal (x > 4.8e37 in float32).
     """
 
-    @classmethod
-    def eval(cls, arg):
-        if arg.is_zero:
-            return S.Zero
+    at_zero = S.Zero
+    defined_by = sympy.log
 
     def fdiff(self, argindex=1):
-        return -2 / (sympy.sqrt(sympy.pi) * erfcx(self.args[0]))
+        return -2 * erfcx_recip(self.args[0]) / sympy.sqrt(sympy.pi)
 
     def _eval_rewrite_as_log(self, arg, **kwargs):
         return sympy.log(sympy.erfc(arg))
-
-    def _eval_evalf(self, prec):
-        return self.rewrite(sympy.log)._eval_evalf(prec)
 
 
 class hypot(sympy.Function):
