@@ -406,13 +406,14 @@ def layer(x, w, bias):
         average = mean(tanh((x @ w) + bias), axis=[1], keepdims=True)
 
     Partial derivatives:
-        d(h)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
-        d(average operand)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) +
-            1)
+        d(h)/d(bias) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @ w) +
+            bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
+        d(average operand)/d(bias) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @ w) +
+            bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
 
     Stable forms and guards used:
-        difference_of_squares: c + k*u**2 = k*(u - s)*(u + s), s = sqrt(-c/k) rational
-            (1 - x**2 = (1 - x)*(1 + x))
+        sech_squared: c - c*tanh(u)**2 = c*(1 - tanh(u))*(1 + tanh(u)) for |u| < 1, c /
+            cosh(u)**2 from there (tanh's derivative, sech(u)**2)
 
     Vector-Jacobian products of the matrix operations:
         VJP of product w.r.t. x: grad_product @ transpose(w)
@@ -456,8 +457,9 @@ def _layer_vjp(x, w, bias):
     """
     # layer.outputs.h: x @ w
     product = tf.linalg.matmul(x, w)
+    t = bias + product
     # layer.outputs.h
-    h = tf.math.tanh(bias + product)
+    h = tf.math.tanh(t)
     # layer.outputs.average: mean((tanh(bias + product)), axis=[1], keepdims=True)
     average = tf.reduce_mean(h, axis=[1], keepdims=True)
 
@@ -465,20 +467,28 @@ def _layer_vjp(x, w, bias):
         # VJP of average (mean): upstream_average broadcast, divided by the count over
         #     axes [1]  (layer.outputs.average)
         grad_average_arg = upstream_average / 3.0
-        t = (1.0 - h) * (h + 1.0)
-        # d(h)/d(product) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
+        t_1 = tf.where(
+            tf.math.abs(t) < 1.0,
+            (1.0 - h) * (h + 1.0),
+            tf.math.square(1.0 / tf.math.cosh(t)),
+        )
+        # d(h)/d(product) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @ w) +
+        #     bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
         #     (layer.outputs.h)
-        # d(average operand)/d(product) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) +
-        #     bias) + 1)  (layer.outputs.average)
-        grad_product = grad_average_arg * t + t * upstream_h
+        # d(average operand)/d(product) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @
+        #     w) + bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
+        #     (layer.outputs.average)
+        grad_product = grad_average_arg * t_1 + t_1 * upstream_h
         # VJP of product (matmul): grad_product @ transpose(w)  (layer.outputs.h)
         grad_x = tf.linalg.matmul(grad_product, w, transpose_b=True)
         # VJP of product (matmul): transpose(x) @ grad_product  (layer.outputs.h)
         grad_w = tf.linalg.matmul(x, grad_product, transpose_a=True)
-        # d(h)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias) + 1)
+        # d(h)/d(bias) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @ w) +
+        #     bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
         #     (layer.outputs.h)
-        # d(average operand)/d(bias) = (1 - tanh((x @ w) + bias))*(tanh((x @ w) + bias)
-        #     + 1)  (layer.outputs.average)
+        # d(average operand)/d(bias) = where(Abs((x @ w) + bias) < 1, (1 - tanh((x @ w)
+        #     + bias))*(tanh((x @ w) + bias) + 1), cosh((x @ w) + bias)**(-2))
+        #     (layer.outputs.average)
         #   unbroadcast [3] from [None, 3]: sum leading axes [0] (rank extension)
         grad_bias = tf.reduce_sum(grad_product, axis=[0])
         return grad_x, grad_w, grad_bias

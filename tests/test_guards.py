@@ -841,15 +841,23 @@ def test_guard_branches_clamp_at_a_bound_where_the_branch_is_finite(
      Piecewise((2, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
     (Piecewise((x, x > 0), (exp(x), True)),
      Piecewise((x, x > 0), (exp(Guard(x, x <= 0, 0)), True))),
-    # kept at another bound: cos(pi/2) is 0, but TensorFlow's cos(fl(pi/2)) is -4.4e-8
-    (Piecewise((0, x > sympy.pi / 2), (cos(x), True)),
-     Piecewise((0, x > sympy.pi / 2), (cos(Guard(x, x <= sympy.pi / 2, sympy.pi / 2)),
-                                       True))),
 ], ids=str)
 def test_guard_branches_drop_the_where_the_clamp_makes_redundant(written, expected):
     out, used = guards.guard_branches(written)
     assert out == expected
     assert used == ("double_where",)
+
+
+@pytest.mark.parametrize("written", [
+    # cos(pi/2) is 0, but TensorFlow's cos(fl(pi/2)) is -4.4e-8: no clamp; and cos is
+    # finite everywhere, with its derivatives: no safe input either
+    Piecewise((0, x > sympy.pi / 2), (cos(x), True)),
+    # sech_squared's two forms of sech(u)**2
+    Piecewise(((1 - sympy.tanh(x - y)) * (1 + sympy.tanh(x - y)), sympy.Abs(x - y) < 1),
+              (sympy.cosh(x - y)**-2, True)),
+], ids=str)
+def test_guard_branches_leave_branches_finite_everywhere(written):
+    assert guards.guard_branches(written) == (written, ())
 
 
 def test_private_clamped_branch_alone_only_for_a_number_and_clamps_at_zero():

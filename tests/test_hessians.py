@@ -87,10 +87,6 @@ FORMS = {
 # Real findings, kept visible as expected failures until the forms are fixed (each
 # checked by hand against the derived code); any other failure fails.
 KNOWN = {
-    "tanh": "sech(x)**2 as (1 - tanh(x))*(1 + tanh(x)): 1 - tanh(8) loses its digits in "
-    "float32 (2*sigmoid(-2x) would not, for an exp per element)",
-    "log_cosh": "its second derivative 1 - tanh(x)**2 is 0 at x = 40 (exact 7.2e-35) in "
-    "both dtypes, as tanh's",
     "pseudo_huber": "the first order's cancellation-free form x**2/(hypot(1, x) + 1), "
     "differentiated twice, is a sum of terms that cancel: 5e-4 relative at x = 50 in "
     "float32 (the exact (1 + x**2)**(-3/2) has no difference)",

@@ -35,6 +35,9 @@ EXAMPLES = {
     "log1p": (log(1 + x * y), log1p(x * y)),
     "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
     "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
+    "sech_squared": (2 - 2 * tanh(x - y)**2, 2 * sympy.Piecewise(
+        ((1 - tanh(x - y)) * (1 + tanh(x - y)), sympy.Abs(x - y) < 1),
+        (cosh(x - y)**-2, True))),
     "difference_of_squares": (1 - x**2, (1 - x) * (1 + x)),
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),

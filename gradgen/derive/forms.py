@@ -10,6 +10,7 @@ them inline). Nothing here changes a value beyond rounding.
 from __future__ import annotations
 
 import sympy
+from sympy.functions.elementary.piecewise import ExprCondPair
 
 from .. import functions as fn
 from ..stability import guards
@@ -71,10 +72,15 @@ def cheap_forms(expr, chains: bool):
 def constants(expr):
     """Non-trivial numeric constants (``sqrt(2)/sqrt(pi)``) as single ``Const`` atoms,
     the numeric factors of a product merged into one, so that CSE does not hoist them
-    into temporaries of their own (``t = math.sqrt(2) * (1 / math.sqrt(math.pi))``)."""
-    if not isinstance(expr, sympy.Expr) or expr.is_Atom:
+    into temporaries of their own (``t = math.sqrt(2) * (1 / math.sqrt(math.pi))``); also
+    inside a Piecewise's branches and conditions, so a value there is the same atom as
+    outside (one tanh, not two)."""
+    if not isinstance(expr, sympy.Basic) or expr.is_Atom:
         return expr
-    if expr.is_number:
+    if isinstance(expr, ExprCondPair) and expr.expr.is_number:
+        # a number branch stays a number: the printer writes it after the tensor branch
+        return ExprCondPair(expr.expr, constants(expr.cond))
+    if isinstance(expr, sympy.Expr) and expr.is_number:
         return fn.Const(expr)
     if isinstance(expr, sympy.Mul):
         numbers = [a for a in expr.args if a.is_number]

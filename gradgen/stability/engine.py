@@ -67,6 +67,7 @@ ORDER = (
     "xlog1py",
     "log_cosh",
     "tanh_ratio",
+    "sech_squared",
     "expm1",
     "log1p_expm1",
     "exp_log1p",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sympy
 
 from ...functions import Guard
+from ...functions.declarations import of_class
 from .conditions import bound_of, relations_of
 from .walk import as_polynomial, bottom_up, standard
 
@@ -122,6 +123,32 @@ def _needs_guard(value, u) -> bool:
     return poly is None or poly.degree() > 1
 
 
+def _bounded_in(value, u) -> bool:
+    """True where ``value`` is built from numbers, sums, products, positive powers,
+    ``cosh(a)**-n`` and functions declared bounded over the reals (tanh, sigmoid, erf:
+    :class:`gradgen.functions.Function`'s ``bound``), each of an argument linear in
+    ``u``: then it and its derivatives in ``u`` are finite for every real ``u``, and its
+    branch needs no safe input (sech_squared's ``(1 - t)*(1 + t)`` and
+    ``cosh(u)**-2``)."""
+    if value.is_number:
+        return True
+    if isinstance(value, (sympy.Add, sympy.Mul)):
+        return all(_bounded_in(a, u) for a in value.args)
+    if isinstance(value, sympy.Pow) and value.exp.is_Integer:
+        if value.exp > 0:
+            return _bounded_in(value.base, u)
+        return isinstance(value.base, sympy.cosh) and _linear_in(value.base.args[0], u)
+    declared = of_class(type(value))
+    return (declared is not None and declared.bound is not None and len(value.args) == 1
+            and _linear_in(value.args[0], u))
+
+
+def _linear_in(a, u) -> bool:
+    poly = as_polynomial(a, u)
+    return poly is not None and poly.degree() <= 1 and all(
+        c.is_number for c in poly.all_coeffs())
+
+
 def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     """Evaluate each Piecewise branch at safe inputs where it is not selected."""
     used = set()
@@ -131,7 +158,7 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
             return None
         pairs = list(e.args)
         new_pairs, earlier, effectives = [], [], []
-        changed = False
+        changed, bounded = False, True
         for value, cond in pairs:
             effective = sympy.And(
                 *([cond] if cond is not sympy.true else []),
@@ -145,16 +172,20 @@ def guard_branches(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 for u, v in safe.items()
                 if _needs_guard(value, u)
             }
+            bounded = bounded and all(_bounded_in(value, u) for u in mapping)
             if mapping:
                 value = value.xreplace(mapping)
                 changed = True
             new_pairs.append((value, cond))
         if not changed:
             return None
-        used.add("double_where")
         alone = _clamped_branch_alone(new_pairs, effectives)
         if alone is not None:
+            used.add("double_where")
             return alone
+        if bounded:  # every guarded branch is finite everywhere: no safe input needed
+            return None
+        used.add("double_where")
         return sympy.Piecewise(*new_pairs, evaluate=False)
 
     out = bottom_up(expr, fix)

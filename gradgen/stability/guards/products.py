@@ -31,13 +31,17 @@ def _decay_argument(f):
     """``u`` when ``f`` tends to 0 exponentially fast in ``u`` and so underflows to
     exactly 0 in floating point: ``exp(u)`` and ``sigmoid(u)`` as ``u -> -inf``,
     ``±1 ± tanh(u)`` and ``±(1 - tanh(u)**2)`` as ``|u| -> inf`` in one direction or
-    both, ``cosh(u)**-n``, and positive integer powers of these; else None."""
+    both, ``cosh(u)**-n``, positive integer powers of these, and a Piecewise whose
+    every branch is a product of these in the same ``u``; else None."""
     if isinstance(f, sympy.Pow) and f.exp.is_Integer:
         if f.exp > 0:
             return _decay_argument(f.base)
         return f.base.args[0] if isinstance(f.base, sympy.cosh) else None
     if isinstance(f, (sympy.exp, sigmoid)):
         return f.args[0]
+    if isinstance(f, sympy.Piecewise):  # sech_squared's forms of one value, by region
+        found = {_decay_argument(g) for e, _ in f.args for g in sympy.Mul.make_args(e)}
+        return found.pop() if len(found) == 1 else None
     if isinstance(f, sympy.Add) and len(f.args) == 2:
         one = next((a for a in f.args if a in (S.One, S.NegativeOne)), None)
         if one is None:
