@@ -25,6 +25,7 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,7 @@ from .version import __version__
 from .errors import Diagnostic, SpecError, UsageError
 from .render import (ModuleMeta, OpViews, defined_names, render_module, render_runtime,
                      render_tests, test_cases)
+from .printer import TFPrinter
 from .safe import check_path_text, printable
 from .spec import SpecDocument, load_spec
 
@@ -110,10 +112,11 @@ def _op_entry(
     from .views import op_views, with_audit_line
 
     result = (
-        audit_in_budget(op_ir, views) if audit
+        audit_in_budget(op_ir, views, partial(TFPrinter, op_ir.dtype)) if audit
         else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
     )
-    levels = [audit_in_budget(level, op_views(level)) for level in op_ir.levels] if audit \
+    levels = [audit_in_budget(level, op_views(level), partial(TFPrinter, level.dtype))
+              for level in op_ir.levels] if audit \
         else []
     lines = [docstring_line(result)] + [
         docstring_line(r).replace("Accuracy audit", f"Accuracy audit of order {k}", 1)

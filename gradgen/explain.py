@@ -12,9 +12,12 @@ TensorFlow.
 
 from __future__ import annotations
 
+from functools import partial
+
 from .pipeline import derive_op
 from .errors import UsageError
 from .pinned import latex
+from .printer import TFPrinter
 from .safe import markdown_text
 from .spec import load_spec
 
@@ -67,7 +70,7 @@ def _audit(op):
         views = op_views(op)
     except RenderError:
         return None
-    return audit_in_budget(op, views)
+    return audit_in_budget(op, views, partial(TFPrinter, op.dtype))
 
 
 def _text(op, where, audit=None, note=None) -> str:

@@ -8,7 +8,9 @@ statements at those points in the dtype (:mod:`.mirror`), compares them with the
 expression *as written* and its derivatives evaluated with mpmath at rising precision
 (:mod:`.reference`), and returns an :class:`Audit`: per output and per input's
 gradient, the points where the exact value is finite but the generated one is NaN or
-infinite, and the worst error in bits (:mod:`.measure`). :mod:`.report` turns it into
+infinite, and the worst error in bits (:mod:`.measure`); and, given a printer, the
+same for the form as written, not rewritten (:mod:`.written`), with the points where
+the generated form is less accurate than it (Herbie's rule: never worse than written). :mod:`.report` turns it into
 the explain section, the docstring line and the strict-mode error.
 
 The audit is deterministic (seeded from the op's name, dtype and expression as written)
@@ -33,8 +35,13 @@ from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
 from .reference import Reference
 from .sample import sample
+from .written import Written
 
 MAX_EXAMPLES = 3  # failing points kept per target
+# A generated form counts as less accurate than the form as written at a point where its
+# error exceeds the written form's by more than this many bits (2 ulps: the order of
+# operations alone moves a result by an ulp or two either way).
+WORSE_BITS = 1.6
 # Audit.skipped of an audit that ran out of GRADGEN_OP_TIMEOUT: a result of the machine's
 # speed and load, not of the op, so never cached (gradgen.emit).
 OUT_OF_TIME = "out of the per-op time budget (GRADGEN_OP_TIMEOUT)"
@@ -54,6 +61,12 @@ class Target:
         worst_bits: the largest error in bits (0 when nothing was counted).
         worst_at: the point of the largest error, or None.
         mean_bits: the mean error in bits over the counted points (Herbie's score).
+        written_mean_bits: the same for the form as written (:mod:`.written`), or None
+            where it cannot be run.
+        worse: points where the generated form's error exceeds the form as written's by
+            more than :data:`WORSE_BITS`: where a rewrite or guard lost accuracy.
+        worse_examples: up to :data:`MAX_EXAMPLES` of them, ``{"point", "got",
+            "written", "exact"}``.
     """
 
     output: str
@@ -64,6 +77,9 @@ class Target:
     worst_bits: float
     worst_at: dict | None
     mean_bits: float
+    written_mean_bits: float | None = None
+    worse: int = 0
+    worse_examples: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -116,8 +132,12 @@ def _call_text(value) -> str:
     return f"Call(fn={value.fn!r}, args=({args}), params={value.params!r})"
 
 
-def audit_op(op: ir.OpIR, views, random_points: int | None = None) -> Audit:
-    """Audit ``op``, whose printed code is ``views`` (see the module docstring)."""
+def audit_op(op: ir.OpIR, views, random_points: int | None = None,
+             printer=None) -> Audit:
+    """Audit ``op``, whose printed code is ``views`` (see the module docstring).
+    ``printer``: makes a fresh :class:`gradgen.printer.TFPrinter` for ``op.dtype``, to
+    print the forms as written each target is also measured against (:mod:`.written`);
+    None leaves them unmeasured."""
     fmt = formats.get(op.dtype)
     if fmt is None:
         return Audit(op.name, op.dtype, skipped=f"{op.dtype} ops are not audited")
@@ -138,26 +158,48 @@ def audit_op(op: ir.OpIR, views, random_points: int | None = None) -> Audit:
     except NotImplementedError as e:  # SymPy cannot differentiate or print it for mpmath
         return Audit(op.name, op.dtype, skipped=f"no exact reference ({error_text(e)})")
     exact = reference.evaluate(fmt, points)
+    written = (Written(reference, printer()).run(fmt, points) if printer is not None
+               else [None] * len(reference.targets))
     names = [i.name for i in op.inputs]
-    out_names = [o.name for o in op.outputs]
     targets = []
-    for (k, name, _), (values, kinds) in zip(reference.targets, exact):
+    for t, ((k, name, _), (values, kinds)) in enumerate(zip(reference.targets, exact)):
         got = outputs[k] if name is None else gradients[k][name]
-        m = compare(fmt, got, values, kinds)
-        examples = [
-            {"point": _point(points, names, j), "got": _num(got[j]), "exact": _num(values[j])}
-            for j in m.nonfinite[:MAX_EXAMPLES]
-        ]
-        counted = m.bits[~np.isnan(m.bits)]
-        if counted.size:
-            worst = int(np.nanargmax(m.bits))
-            worst_bits, worst_at = float(m.bits[worst]), _point(points, names, worst)
-            mean_bits = float(counted.mean())
-        else:
-            worst_bits, worst_at, mean_bits = 0.0, None, 0.0
-        targets.append(Target(out_names[k], name, int(m.counted.sum()), len(m.nonfinite),
-                              examples, round(worst_bits, 2), worst_at, round(mean_bits, 2)))
+        targets.append(_target(op, fmt, points, names, (k, name), got, written[t],
+                               values, kinds))
     return Audit(op.name, op.dtype, n, None, targets)
+
+
+def _target(op, fmt, points, names, key, got, written, values, kinds) -> Target:
+    """One target's :class:`Target`: the generated values ``got`` and the form as
+    written's (None where it cannot be run) against the exact ``values``."""
+    k, name = key
+    m = compare(fmt, got, values, kinds)
+    examples = [
+        {"point": _point(points, names, j), "got": _num(got[j]), "exact": _num(values[j])}
+        for j in m.nonfinite[:MAX_EXAMPLES]
+    ]
+    counted = m.bits[~np.isnan(m.bits)]
+    if counted.size:
+        worst = int(np.nanargmax(m.bits))
+        worst_bits, worst_at = float(m.bits[worst]), _point(points, names, worst)
+        mean_bits = float(counted.mean())
+    else:
+        worst_bits, worst_at, mean_bits = 0.0, None, 0.0
+    written_mean, worse, worse_examples = None, 0, []
+    if written is not None:
+        w = compare(fmt, written, values, kinds)
+        both = ~np.isnan(m.bits) & ~np.isnan(w.bits)
+        written_mean = round(float(w.bits[both].mean()), 2) if both.any() else 0.0
+        lost = np.flatnonzero(both & (m.bits > w.bits + WORSE_BITS))
+        worse = len(lost)
+        worse_examples = [
+            {"point": _point(points, names, j), "got": _num(got[j]),
+             "written": _num(written[j]), "exact": _num(values[j])}
+            for j in lost[:MAX_EXAMPLES]
+        ]
+    return Target(op.outputs[k].name, name, int(m.counted.sum()), len(m.nonfinite),
+                  examples, round(worst_bits, 2), worst_at, round(mean_bits, 2),
+                  written_mean, worse, worse_examples)
 
 
 def _point(points, names, j) -> dict:
@@ -174,7 +216,7 @@ def _num(value) -> float | str:
     return value
 
 
-def audit_in_budget(op: ir.OpIR, views) -> Audit:
+def audit_in_budget(op: ir.OpIR, views, printer=None) -> Audit:
     """:func:`audit_op` under the per-op time budget (:mod:`gradgen.budget`); an audit
     that runs out of time is reported as not run, never as a failure."""
     from ...budget import BudgetExceeded, op_seconds, time_budget
@@ -183,7 +225,7 @@ def audit_in_budget(op: ir.OpIR, views) -> Audit:
     try:
         with time_budget(op_seconds()) as budget, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, never the user's
-            return audit_op(op, views)
+            return audit_op(op, views, printer=printer)
     except BudgetExceeded as e:
         if e.budget is not budget:
             raise  # the build's budget ran out: the build reports it

@@ -9,7 +9,9 @@ Consumes: an :class:`~gradgen.stability.audit.Audit`. Guarantees:
   two machines' math libraries does not change the generated file; the exact numbers
   and points are in ``gradgen explain``;
 * :func:`explain_lines` lists, per output and per gradient, the points counted, the
-  failures with example inputs, and the worst and mean error in bits with where;
+  failures with example inputs, the worst and mean error in bits with where, and how
+  it compares with the form as written: its mean error, and the points where the
+  generated form is less accurate (a rewrite or guard that lost digits there);
 * :func:`strict_error` returns an :class:`AccuracyError` (exit status 3, as a failed
   verification) for the first gradient that is NaN or inf where the exact one is
   finite, or None.
@@ -98,7 +100,26 @@ def explain_lines(audit, indent: str = "    ") -> list[str]:
         where = f" at {_point(t.worst_at)}" if t.worst_at else ""
         lines.append(f"{indent}{name}: {finding}; worst error {t.worst_bits:.1f} bits{where}; "
                      f"mean {t.mean_bits:.2f} bits")
+        lines += _written_lines(t, indent + "  ")
     return lines
+
+
+def _written_lines(t, indent: str) -> list[str]:
+    """How the target compares with the form as written (:mod:`.written`)."""
+    if t.written_mean_bits is None:
+        return []
+    text = f"{indent}as written: mean {t.written_mean_bits:.2f} bits"
+    if not t.worse:
+        return [text + "; the generated form is as accurate wherever sampled"]
+    ex = t.worse_examples[0]
+
+    def full(v):  # every digit: the values differ in their last few
+        return v if isinstance(v, str) else repr(float(v))
+
+    return [text + f"; the generated form is less accurate at {t.worse} point"
+            f"{'s' if t.worse != 1 else ''}, e.g. {_point(ex['point'])} (got "
+            f"{full(ex['got'])}, as written {full(ex['written'])}, exact "
+            f"{full(ex['exact'])})"]
 
 
 def strict_error(audit) -> AccuracyError | None:
