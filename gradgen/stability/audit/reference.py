@@ -368,7 +368,7 @@ _DIRECTIONS = ((1.0, 0.625, 0.375, 0.8125), (-1.0, -0.5625, -0.6875, -0.3125),
                (0.75, -1.0, 0.5, -0.875))
 
 
-_SLOWER = 2.0 ** -64
+_SLOWER = 2.0 ** -16
 
 
 def _limit(f, point, fmt: Format) -> tuple[float, int]:
@@ -387,26 +387,29 @@ def _limit(f, point, fmt: Format) -> tuple[float, int]:
     for limits of 1/2.
     """
     step_bits = fmt.precision + 64
-    directions = list(_DIRECTIONS) if len(point) > 1 else list(_DIRECTIONS[:2])
+    directions = _DIRECTIONS if len(point) > 1 else _DIRECTIONS[:2]
+    steps = [(step_bits, d) for d in directions] + [(2 * step_bits, directions[0])]
     if len(point) > 1:
         # each input in turn moving far less than the others: a 0/0 of two inputs
         # (sigma/r at r = sigma = 0) has no limit, though along every ray through the
         # point 4*eps*((sigma/r)**12 - (sigma/r)**6) at 0, 0, 0 tends to 0
         first = [_DIRECTIONS[0][i % len(_DIRECTIONS[0])] for i in range(len(point))]
-        directions += [tuple(_SLOWER if j == i else d for j, d in enumerate(first))
-                       for i in range(len(point))]
-    values = [_stepped(f, point, fmt, step_bits, d) for d in directions]
-    values.append(_stepped(f, point, fmt, 2 * step_bits, directions[0]))
-    if any(value is None for value in values):
-        return math.nan, UNDEFINED
-    kind = FINITE
-    for other in values[1:]:
-        agree, kind = _classify(values[0], other, fmt)
+        steps += [(step_bits, tuple(_SLOWER if j == i else d for j, d in enumerate(first)))
+                  for i in range(len(point))]
+    first_value, kind = None, FINITE
+    for bits, direction in steps:  # the first disagreement ends it
+        value = _stepped(f, point, fmt, bits, direction)
+        if value is None:
+            return math.nan, UNDEFINED
+        if first_value is None:
+            first_value = value
+            continue
+        agree, kind = _classify(first_value, value, fmt)
         if not agree:
             return math.nan, UNDEFINED
     if kind == OVERFLOW:
         return math.nan, UNDEFINED  # a pole: infinite, not a number to compare with
-    return float(values[0]), FINITE
+    return float(first_value), FINITE
 
 
 def _stepped(f, point, fmt: Format, step_bits: int, direction):
