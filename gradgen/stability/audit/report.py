@@ -110,7 +110,7 @@ def _written_lines(t, indent: str) -> list[str]:
         return []
     text = f"{indent}as written: mean {t.written_mean_bits:.2f} bits"
     if not t.worse:
-        return [text + "; the generated form is as accurate wherever sampled"]
+        return [text + "; the generated form is at least as accurate wherever sampled"]
     ex = t.worse_examples[0]
 
     def full(v):  # every digit: the values differ in their last few
