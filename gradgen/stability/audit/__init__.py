@@ -10,8 +10,9 @@ expression *as written* and its derivatives evaluated with mpmath at rising prec
 gradient, the points where the exact value is finite but the generated one is NaN or
 infinite, and the worst error in bits (:mod:`.measure`); and, given a printer, the
 same for the form as written, not rewritten (:mod:`.written`), with the points where
-the generated form is less accurate than it (Herbie's rule: never worse than written). :mod:`.report` turns it into
-the explain section, the docstring line and the strict-mode error.
+the generated form is less accurate than it (Herbie's rule: never worse than
+written). :mod:`.report` turns it into the explain section, the docstring line and the
+strict-mode error.
 
 The audit is deterministic (seeded from the op's name, dtype and expression as written)
 and JSON-serializable, so it is cached with the op's derivation. Ops with tensor

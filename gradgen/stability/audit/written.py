@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ...budget import BudgetExceeded
 from ..formats import Format
 from .mirror import _BUILTINS, MirrorError, _helper_source, _TF
 from .reference import Reference
@@ -37,6 +38,8 @@ class Written:
             try:
                 line = f"_written_{t} = {printer.doprint(expr)}"
                 self.code.append(compile(line, f"<as written {t}>", "exec"))
+            except BudgetExceeded:
+                raise  # the op's time budget, not a form that cannot be printed
             except Exception:  # noqa: BLE001 - PrintError and SymPy's own: not measured
                 self.code.append(None)
         self.helpers = tuple(sorted(printer.helpers))
