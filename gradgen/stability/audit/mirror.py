@@ -312,6 +312,25 @@ _BUILTINS = {
 }
 
 
+def environment(fmt: Format, n: int, helpers: tuple, inputs: dict) -> tuple:
+    """``(tf stand-in, globals)`` for running printed code on ``n`` points of ``fmt``:
+    the restricted builtins, ``math``, the runtime ``helpers`` and each input of
+    ``inputs`` ({name: float64 values}) as an array of the format.
+
+    Raises:
+        MirrorError: a helper's source does not run here.
+    """
+    tf_ = _TF(fmt, n)
+    env: dict = {"__builtins__": _BUILTINS, "tf": tf_, "math": math}
+    try:
+        exec(_helper_source(helpers), env)  # noqa: S102 - gradgen's own template
+    except (SyntaxError, NameError, AttributeError, TypeError) as e:  # pragma: no cover
+        raise MirrorError(f"helpers: {type(e).__name__}: {e}") from None
+    for name, values in inputs.items():
+        env[name] = tf_._t(values)
+    return tf_, env
+
+
 class Program:
     """An op's printed statements, compiled once, runnable in any format."""
 
@@ -337,15 +356,8 @@ class Program:
             MirrorError: the code calls something the mirror does not have.
         """
         n = len(next(iter(inputs.values())))
-        tf_ = _TF(fmt, n)
-        env: dict = {"__builtins__": _BUILTINS, "tf": tf_, "math": math}
-        try:
-            exec(_helper_source(self.helpers), env)  # noqa: S102 - gradgen's own template
-        except (SyntaxError, NameError, AttributeError, TypeError) as e:  # pragma: no cover
-            raise MirrorError(f"helpers: {type(e).__name__}: {e}") from None
+        tf_, env = environment(fmt, n, self.helpers, {p: inputs[p] for p in self.params})
         env["_unbroadcast"] = _unbroadcast_identity(tf_)
-        for name in self.params:
-            env[name] = tf_._t(inputs[name])
         try:
             exec(self._forward, env)  # noqa: S102 - printed by gradgen from the IR
             outputs = [np.asarray(env[o], dtype=np.float64) for o in self.outputs]

@@ -14,13 +14,11 @@ does. A target SymPy's derivative of which cannot be printed or run (an unevalua
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...budget import BudgetExceeded
 from ..formats import Format
-from .mirror import _BUILTINS, MirrorError, _helper_source, _TF
+from .mirror import MirrorError, environment
 from .reference import Reference
 
 
@@ -48,14 +46,10 @@ class Written:
         """Per target, its values at ``points`` (float64 vectors of numbers of ``fmt``),
         or None where it cannot be run."""
         n = len(next(iter(points.values())))
-        tf_ = _TF(fmt, n)
-        env: dict = {"__builtins__": _BUILTINS, "tf": tf_, "math": math}
         try:
-            exec(_helper_source(self.helpers), env)  # noqa: S102 - gradgen's own template
-        except (SyntaxError, NameError, AttributeError, TypeError):  # pragma: no cover
+            _, env = environment(fmt, n, self.helpers, {p: points[p] for p in self.params})
+        except MirrorError:  # pragma: no cover - gradgen's own helpers
             return [None] * len(self.code)
-        for name in self.params:
-            env[name] = tf_._t(points[name])
         out: list = []
         for t, code in enumerate(self.code):
             value = None
