@@ -359,7 +359,7 @@ def entropy(p):
         out = -p*log(p)
 
     Partial derivatives:
-        d(out)/d(p) = -(log(p) + xdivy(p, p))
+        d(out)/d(p) = -(log(p) + 1)
 
     Stable forms and guards used:
         xlogy: x * log(y) = xlogy(x, y), which is 0 where x = 0
@@ -394,8 +394,8 @@ def _entropy_vjp(p):
     out = -tf.math.xlogy(p, p)
 
     def grad(upstream):
-        # d(out)/d(p) = -(log(p) + xdivy(p, p))  (entropy.output)
-        grad_p = upstream * (-tf.math.log(p) - tf.math.xdivy(p, p))
+        # d(out)/d(p) = -(log(p) + 1)  (entropy.output)
+        grad_p = upstream * (-tf.math.log(p) - 1.0)
         return grad_p
 
     return out, grad

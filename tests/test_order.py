@@ -37,6 +37,9 @@ ops:
   - name: masked_log
     inputs: {x: [null], a: [null]}
     output: where(x >= 0, a*log(x), 0)
+  - name: entropy
+    inputs: {p: [null]}
+    output: -p*log(p)
   - name: scaled_tanh
     inputs: {x: [null, 3], b: [3], k: {shape: [], differentiable: false}, n: {shape: [], dtype: int32}}
     outputs:
@@ -107,6 +110,16 @@ def test_masked_branches_contribute_exactly_zero_at_second_order(tf, orders):
     np.testing.assert_allclose(dxa, [0.0, 2.0, 1 / 3], rtol=1e-6)
     np.testing.assert_allclose(dax, [0.0, 2.0, 1 / 3], rtol=1e-6)
     np.testing.assert_allclose(dxx, [0.0, 4.0, -2 / 9], rtol=1e-6)
+
+
+def test_entropy_second_derivative_is_minus_one_over_p_where_p_squared_underflows(tf, orders):
+    """d2/dp2 (-p log p) = -1/p: the derivative of xlogy(p, p)'s d/dp, log(p) + xdivy(p, p),
+    was xdivy(-p, p*p) + 2/p, +inf where p*p underflows; xdivy's common factor cancels."""
+    p = tf.constant([1e-20, 1e-3, 0.5], tf.float32)
+    first, second = _derivatives(tf, orders.entropy, p, 2)
+    want = np.float64([1e-20, 1e-3, 0.5])
+    np.testing.assert_allclose(first, -(np.log(want) + 1), rtol=1e-6)
+    np.testing.assert_allclose(second, -1 / want, rtol=1e-6)
 
 
 def _scaled_tanh_plain(tf, x, b, k, n):

@@ -81,6 +81,13 @@ class xdivy(sympy.Function):
 
     Partials: d/dx = 1/y; d/dy = xdivy(-x, y**2) (0 where x = 0, where xdivy is 0 for
     every y).
+
+    A factor common to ``x`` and ``y`` cancels (:func:`_cancelled`): where it is 0 the
+    quotient's value is its limit, not the convention 0. ``xdivy(p, p)`` is 1 and
+    ``xdivy(-p, p**2)`` is ``-1/p``: the derivatives of ``xlogy(p, p)`` (entropy's
+    ``p*log(p)``), whose second derivative was ``xdivy(-p, p*p) - 2/p``: +inf where
+    ``p*p`` underflows (p = 1e-20 in float32), exactly -1/p. A numerator that is a
+    number other than 0 is a plain quotient.
     """
 
     nargs = 2
@@ -89,6 +96,9 @@ class xdivy(sympy.Function):
     def eval(cls, x, y):
         if x.is_zero:
             return S.Zero
+        if x.is_number and x.is_nonzero:
+            return x / y
+        return _cancelled(x, y)
 
     def fdiff(self, argindex=1):
         x, y = self.args
@@ -103,6 +113,29 @@ class xdivy(sympy.Function):
     def _eval_is_real(self):
         x, y = self.args
         return (x.is_real and y.is_real) or None
+
+
+def _cancelled(x, y):
+    """``xdivy(x / g, y / g)`` for the product ``g`` of the powers (positive integer
+    exponents) of the same non-numeric bases that are factors of both ``x`` and ``y``;
+    None where they share none."""
+    top, bottom = _integer_powers(x), _integer_powers(y)
+    common = {b: min(e, bottom[b]) for b, e in top.items() if b in bottom}
+    if not common:
+        return None
+    g = sympy.Mul(*(b**e for b, e in common.items()))
+    return xdivy(x / g, y / g)
+
+
+def _integer_powers(e) -> dict:
+    """{base: exponent} of the factors of the product ``e`` that are positive integer
+    powers of a non-numeric base."""
+    out = {}
+    for f in sympy.Mul.make_args(e):
+        base, exp = f.as_base_exp()
+        if exp.is_Integer and exp > 0 and not base.is_number:
+            out[base] = int(exp)
+    return out
 
 
 class mul_no_nan(sympy.Function):
