@@ -1101,16 +1101,21 @@ def test_reference_differentiates_a_filled_removable_singularity_as_smooth():
     expm1_ratio_filled was counted less accurate than written at 0 for its right 1/2).
     A fill that is not the limit (a jump) stays."""
     from gradgen.functions import expm1
-    from gradgen.stability.audit.reference import _filled_points_smoothed
+    from gradgen.stability.guards.limits import filled_points_smoothed
 
     x = sympy.Symbol("x", real=True)
     ratio = expm1(x) / x
-    assert _filled_points_smoothed(sympy.Piecewise((ratio, sympy.Ne(x, 0)), (1, True))) \
+    assert filled_points_smoothed(sympy.Piecewise((ratio, sympy.Ne(x, 0)), (1, True))) \
         == ratio
-    assert _filled_points_smoothed(sympy.Piecewise((1, sympy.Eq(x, 0)), (ratio, True))) \
+    assert filled_points_smoothed(sympy.Piecewise((1, sympy.Eq(x, 0)), (ratio, True))) \
         == ratio
     jump = sympy.Piecewise((ratio, sympy.Ne(x, 0)), (2, True))
-    assert _filled_points_smoothed(jump) == jump
+    assert filled_points_smoothed(jump) == jump
+    # singular_limit's fills: one-sided limits, one of them infinite; a jump stays
+    slope = -2 * sympy.acos(x) / sympy.sqrt(1 - x**2)
+    filled = sympy.Piecewise((-2, sympy.Eq(x, 1)), (-sympy.oo, sympy.Eq(x, -1)),
+                             (3, sympy.Eq(x, 0)), (slope, True))
+    assert filled_points_smoothed(filled) == sympy.Piecewise((3, sympy.Eq(x, 0)), (slope, True))
 
 
 def test_audit_measures_each_form_against_the_form_as_written(tmp_path, no_cache):

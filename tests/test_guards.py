@@ -1317,3 +1317,36 @@ def test_a_series_or_limit_sympy_cannot_take_is_no_fill_not_a_crash():
     assert singularities.limit_at_zero(e, x) is None
     assert guards.singular_limits(1 / sqrt(Guard(x, x > y, 1)), {x}) == (
         1 / sqrt(Guard(x, x > y, 1)), (), ())
+
+
+# derivative: a point filled with a limit has the limit of the formula's derivative.
+_ACOS_SLOPE = -2 * sympy.acos(x) / sqrt((1 - x) * (x + 1))
+FILLED_DERIVATIVES = [
+    # a removable singularity the user filled, inside another where
+    (Piecewise((1, Eq(x, 1)), (Piecewise((sympy.log(x) / (x - 1), x > 0), (0, True)), True)),
+     {1: -S.Half}),
+    # singular_limits' fills of acos(x)**2's slope: the second derivative's limits
+    (Piecewise((-2, Eq(x, 1)), (-oo, Eq(x, -1)), (_ACOS_SLOPE, True)),
+     {1: S(2) / 3, -1: oo}),
+    # the other input scales it
+    (y * Piecewise((-2, Eq(x, 1)), (_ACOS_SLOPE, True)), {1: 2 * y / 3}),
+]
+
+
+@pytest.mark.parametrize("expr, limits", FILLED_DERIVATIVES, ids=str)
+def test_a_filled_point_has_the_limit_of_the_derivative(expr, limits):
+    """Branch by branch, the derivative at each filled point is the constant's 0."""
+    got = guards.derivative(expr, x)
+    assert isinstance(got, Piecewise)
+    pieces = {cond.args[1] if cond.args[0] == x else cond.args[0]: value
+              for value, cond in got.args[:-1]}
+    for r, value in limits.items():
+        found = pieces[r]
+        if isinstance(found, Piecewise):  # _times: 0 where the coefficient is 0
+            found = found.args[-1][0]
+        assert sympy.simplify(found - value) == 0 or found == value, (r, found)
+
+
+def test_a_jump_keeps_the_derivative_branch_by_branch():
+    jump = Piecewise((5, Eq(x, 1)), (x**2, True))
+    assert guards.derivative(jump, x) == sympy.diff(jump, x)

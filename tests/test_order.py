@@ -40,6 +40,9 @@ ops:
   - name: entropy
     inputs: {p: [null]}
     output: -p*log(p)
+  - name: acos_sq
+    inputs: {x: [null]}
+    output: acos(x)**2
   - name: scaled_tanh
     inputs: {x: [null, 3], b: [3], k: {shape: [], differentiable: false}, n: {shape: [], dtype: int32}}
     outputs:
@@ -120,6 +123,18 @@ def test_entropy_second_derivative_is_minus_one_over_p_where_p_squared_underflow
     want = np.float64([1e-20, 1e-3, 0.5])
     np.testing.assert_allclose(first, -(np.log(want) + 1), rtol=1e-6)
     np.testing.assert_allclose(second, -1 / want, rtol=1e-6)
+
+
+def test_a_filled_limit_has_the_limit_of_its_derivative_at_second_order(tf, orders):
+    """acos(x)**2: the slope is -2 at 1 (singular_limit's fill); the second derivative
+    there is the limit 2/3 of the formula's, not the fill's constant 0."""
+    x = tf.constant([1.0, 0.5], tf.float64)
+    first, second = _derivatives(tf, orders.acos_sq, x, 2)
+    with mpmath.workdps(50):
+        f = lambda v: mpmath.acos(v)**2
+        want = [float(mpmath.diff(f, mpmath.mpf("0.5"), k)) for k in (1, 2)]
+    np.testing.assert_allclose(first, [-2.0, want[0]], rtol=1e-12)
+    np.testing.assert_allclose(second, [2 / 3, want[1]], rtol=1e-12)
 
 
 def _scaled_tanh_plain(tf, x, b, k, n):

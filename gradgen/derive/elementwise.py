@@ -65,14 +65,17 @@ def check_printable(d: Derivation, expr, key, what: str) -> None:
             )
 
 
-def partial(d: Derivation, expr, wrt, key, label):
-    """``d expr / d wrt``, simplified in stable forms.
+def partial(d: Derivation, expr, wrt, key, label, filled: list | None = None):
+    """``d expr / d wrt``, simplified in stable forms. A point a Piecewise of ``expr``
+    fills with a limit (a derived order's ``acos(x)**2`` slope, -2 at 1) has that
+    formula's derivative's limit there (2/3), not the constant's 0
+    (:func:`guards.derivative`; ``filled`` receives each such point).
 
     Raises:
         SpecError: it has more than :data:`MAX_PARTIAL_OPS` operations, or no
             TensorFlow form (:func:`check_printable`).
     """
-    result = d.applied(simplify_partial(sympy.diff(expr, wrt), d.rules))
+    result = d.applied(simplify_partial(guards.derivative(expr, wrt, filled), d.rules))
     if sympy.count_ops(result) > MAX_PARTIAL_OPS:
         raise d.error(
             key,
@@ -99,8 +102,9 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
             state.add(v, Contribution(passed, shape))
             continue
         label = f"d({out_name})/d({v.name})"
-        p = partial(d, expr, v, key, label)
-        filled, points = _limits(d, p)
+        derived: list = []
+        p = partial(d, expr, v, key, label, derived)
+        filled, points = _limits(d, p, derived)
         docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p), points))
         if p == 0:
             continue
@@ -126,17 +130,19 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         state.add(v, Contribution(term, shape, comments))
 
 
-def _limits(d: Derivation, p) -> tuple[sympy.Basic, tuple[str, ...]]:
+def _limits(d: Derivation, p, derived=()) -> tuple[sympy.Basic, tuple[str, ...]]:
     """``p`` with its singular points filled by its limits
-    (:func:`gradgen.stability.guards.singular_limits`; real ops), and each filled point
-    as shown: ``at x = 1: -2, the limit from below``."""
+    (:func:`gradgen.stability.guards.singular_limits`; real ops), and each filled point,
+    those ``derived`` (the limits of the derivative at points the differentiated value
+    filled: :func:`gradgen.stability.guards.derivative`) first, as shown: ``at x = 1:
+    -2, the limit from below``."""
     if d.program.is_complex:
         return p, ()
     filled, used, points = guards.singular_limits(p, {v.symbol for v in d.program.inputs})
     d.rules_used.update(used)
     show = d.display.show
     return filled, tuple(f"at {show(v)} = {show(r)}: {show(value)}, the limit {how}"
-                         for v, r, value, how in points)
+                         for v, r, value, how in [*derived, *points])
 
 
 def _covers(d: Derivation, expr, g_shape: sh.Shape, shape: sh.Shape) -> bool:

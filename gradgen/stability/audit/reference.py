@@ -36,7 +36,7 @@ from ... import ir
 from ...functions import declarations as fns
 from ...pinned import LAMBDIFY_SETTINGS, Pinned
 from ..formats import Format
-from ..guards.walk import SYMPY_CANNOT, bottom_up
+from ..guards.limits import filled_points_smoothed
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
 MAX_PREC = 1 << 14
@@ -174,36 +174,6 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
     return out
 
 
-def _filled_points_smoothed(expr):
-    """``expr`` with each ``Piecewise((f, Ne(v, c)), (g, True))`` (or ``Eq(v, c)``
-    selecting ``g``) that fills in a removable singularity of ``f`` at one point, ``g``
-    the limit of ``f`` there, written as ``f`` alone: the derivative there is the limit
-    of ``f``'s (``(exp(x) - 1)/x`` filled with 1 at 0 has derivative 1/2 there), where
-    differentiating branch by branch would give the constant's 0. A fill that is not the
-    limit (a jump) stays: the function has no derivative there."""
-
-    def smooth(e):
-        if not isinstance(e, sympy.Piecewise) or len(e.args) != 2:
-            return None
-        (a, ca), (b, cb) = e.args
-        if isinstance(ca, sympy.Ne) and cb is sympy.true:
-            f, g, cond = a, b, ca
-        elif isinstance(ca, sympy.Eq) and cb is sympy.true:
-            f, g, cond = b, a, ca
-        else:
-            return None
-        v, c = cond.args if cond.args[0].is_Symbol else cond.args[::-1]
-        if not (v.is_Symbol and c.is_number and g.is_number):
-            return None
-        try:
-            continuous = sympy.limit(f, v, c) == g
-        except SYMPY_CANNOT:
-            return None
-        return f if continuous else None
-
-    return bottom_up(expr, smooth)
-
-
 # Largest tree (intermediates substituted, shared parts counted each time) audited.
 MAX_REFERENCE_SIZE = 3000
 
@@ -227,7 +197,7 @@ class Reference:
             expr = expr.xreplace({s: by_name[s.name] for s in expr.free_symbols
                                   if s.name in by_name})
             self.targets.append((k, None, expr))
-            smooth = _filled_points_smoothed(expr)
+            smooth = filled_points_smoothed(expr)
             for name in differentiable:
                 self.targets.append((k, name, sympy.diff(smooth, by_name[name])))
         self._functions = [self._compile(e) for _, _, e in self.targets]

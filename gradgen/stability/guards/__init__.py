@@ -60,7 +60,7 @@ from .constants import (
 )
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
-from .limits import singular_limits
+from .limits import derivative, filled_points_smoothed, singular_limits
 from .products import vanishing_products
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
@@ -83,6 +83,8 @@ __all__ = [
     "limit_at_zero",
     "removable_singularities",
     "singular_limits",
+    "filled_points_smoothed",
+    "derivative",
     "taylor_plan",
     "vanishing_products",
     "zero_subgradients",

@@ -26,7 +26,7 @@ from sympy import S
 
 from .constants import LIMIT_MAX_OPS
 from .subgradients import rational_zeros, singular_factor
-from .walk import SYMPY_CANNOT, standard
+from .walk import SYMPY_CANNOT, bottom_up, standard
 
 # How far beside a zero the sign of ``s`` is read (zeros are rational, of height at
 # most 10**6, so no two are this close).
@@ -135,3 +135,141 @@ def _times(coeff, value):
     if value.is_finite or coeff.is_number:
         return coeff * value
     return sympy.Piecewise((0, sympy.Eq(coeff, 0)), (coeff * value, True))
+
+
+def filled_points_smoothed(expr, found: list | None = None):
+    """``expr`` with each point its Piecewise fills with a limit (``Piecewise((L_1,
+    Eq(v, r_1)), ..., (f, True))``, as :func:`singular_limits` writes it, or ``(f,
+    Ne(v, r)), (L, True)``), ``L_i`` a one-sided limit of ``f`` at ``r_i``, written as
+    ``f`` alone: a derivative there is the limit of ``f``'s (:func:`derivative`), where
+    differentiating branch by branch gives the constant's 0 (``(exp(x) - 1)/x`` filled
+    with 1 at 0 has derivative 1/2 there). A fill that is no side's limit (a jump)
+    stays: the function has no derivative there. ``found`` (a list) receives each
+    point removed, ``(v, r, side)``.
+
+    Used by the derivation (:func:`derivative`) and by the accuracy audit's exact
+    reference."""
+    found = [] if found is None else found
+
+    def smooth(e):
+        if not isinstance(e, sympy.Piecewise):
+            return None
+        (first, cond), *_ = e.args
+        if len(e.args) == 2 and isinstance(cond, sympy.Ne) and e.args[1][1] is sympy.true:
+            f, points = first, [(e.args[1][0], sympy.Eq(*cond.args))]
+        else:
+            *points, (f, last) = e.args
+            if last is not sympy.true or not points:
+                return None
+        kept = []
+        for g, c in points:
+            side = _limit_side(f, g, c)
+            if side is None:
+                kept.append((g, c))
+            else:
+                found.append((*_point(c), side))
+        if len(kept) == len(points):
+            return None
+        return sympy.Piecewise(*kept, (f, True)) if kept else f
+
+    return bottom_up(expr, smooth)
+
+
+def derivative(expr, v, filled: list | None = None):
+    """``d expr / d v`` where each point a Piecewise of ``expr`` fills with a limit
+    (:func:`filled_points_smoothed`) is differentiated as the formula it fills, and the
+    derivative there is that formula's derivative's limit from the same side (SymPy,
+    at build time): ``where(x == 1, 1, log(x)/(x - 1))`` has the derivative -1/2 at 1;
+    ``acos(x)**2``'s derivative, filled with -2 at 1 by :func:`singular_limits`, has
+    the second derivative 2/3 there. Branch by branch, both are the constant's 0. Where
+    a limit is not found (or the formula is too large for SymPy's ``limit``), the
+    derivative branch by branch.
+
+    ``filled`` (a list) receives each point so filled, ``(v, r, value, sides)`` as
+    :func:`singular_limits` gives them.
+
+    Source: a function continuous at a point with a derivative on both sides near it
+    has there the limit of that derivative, where the limit exists (the mean value
+    theorem)."""
+    points: list = []
+    smooth = filled_points_smoothed(expr, points)
+    d = sympy.diff(smooth, v)
+    if not points:
+        return d
+    pieces, shown = [], []
+    for u, r, side in points:
+        coeff, rest = sympy.factor_terms(d).as_independent(u, as_Add=False)
+        # the side the fill was found from first (a formula real on both sides of a
+        # point matches from either), then the other
+        value, how = next(((found, s) for s in sorted(_SIDES, key=lambda s: s != side)
+                           if (found := _derivative_limit(rest, u, r, s)) is not None),
+                          (None, None))
+        if value is None:
+            return sympy.diff(expr, v)
+        pieces.append((_times(coeff, value), sympy.Eq(u, r)))
+        shown.append((u, r, coeff * value, _SIDES[how]))
+    if filled is not None:
+        filled.extend(shown)
+    return sympy.Piecewise(*pieces, (d, True))
+
+
+def _derivative_limit(rest, v, r, side):
+    """The limit of ``rest`` as ``v -> r`` from ``side``: a real number or +-inf; None
+    where SymPy finds none, or the formula is too large to ask."""
+    rest = _branches_beside(rest, v, r, side)
+    if rest.has(sympy.Piecewise) or sympy.count_ops(rest) > LIMIT_MAX_OPS:
+        return None
+    try:
+        value = sympy.limit(standard(rest), v, r, side)
+    except SYMPY_CANNOT:
+        return None
+    if value not in (S.Infinity, S.NegativeInfinity) and (
+            value.is_real is not True or value.has(v, sympy.AccumBounds)):
+        return None
+    return value
+
+
+def _branches_beside(expr, v, r, side):
+    """``expr`` with each Piecewise replaced by its branch selected just beside ``v = r``
+    on ``side`` (SymPy's ``limit`` cannot read relations); a Piecewise whose selected
+    branch there depends on other symbols stays."""
+    point = r + _BESIDE if side == "+" else r - _BESIDE
+
+    def branch(e):
+        if not isinstance(e, sympy.Piecewise):
+            return None
+        for value, cond in e.args:
+            holds = cond.subs(v, point)
+            if holds is sympy.true:
+                return value
+            if holds is not sympy.false:
+                return None
+        return None
+
+    return bottom_up(expr, branch)
+
+
+def _point(cond) -> tuple:
+    """``(v, r)`` of ``Eq(v, r)`` or ``Eq(r, v)``."""
+    return cond.args if cond.args[0].is_Symbol else cond.args[::-1]
+
+
+def _limit_side(f, g, cond) -> str | None:
+    """The side ("+" or "-") from which ``g`` is ``f``'s limit at the point ``cond``
+    (``Eq(v, r)``, ``v`` a symbol, ``r`` a number): a number equal to it, or an
+    infinite fill (``oo``, or :func:`_times`'s ``coeff * oo``) where that limit is
+    infinite; None where neither side's is."""
+    infinite = g.has(S.Infinity, S.NegativeInfinity)
+    if not isinstance(cond, sympy.Eq) or not (g.is_number or infinite):
+        return None
+    v, r = _point(cond)
+    if not (v.is_Symbol and r.is_number):
+        return None
+    for side in _SIDES:
+        try:
+            value = sympy.limit(standard(f), v, r, side)
+        except SYMPY_CANNOT:
+            continue
+        if value == g or (infinite and value.has(S.Infinity, S.NegativeInfinity)):
+            return side
+    return None
