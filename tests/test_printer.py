@@ -190,6 +190,9 @@ def test_opaque_steps():
     assert p.value(fn.Square(x + 1)) == "tf.math.square(x + 1.0)"
     assert p.value(fn.Recip(x + 1)) == "(1.0 / (x + 1.0))"
     assert p.value(fn.Square(fn.Recip(x + 1))) == "tf.math.square(1.0 / (x + 1.0))"
+    # a square written as a product is parenthesized as a divisor (was x / x * x)
+    assert p.value(fn.Ratio(x, fn.Square(x))) == "(x / (x * x))"
+    assert p.value(fn.Recip(fn.Square(x))) == "(1.0 / (x * x))"
     assert p.value(sympy.erf(fn.Recip(x + 1))) == "tf.math.erf(1.0 / (x + 1.0))"
     # a ratio kept as written: the numerator parenthesized unless it is a name, a call
     # or a power

@@ -194,7 +194,8 @@ class TFPrinter(Pinned, TensorflowPrinter):
         text = self._print(expr)
         atomic = (
             expr.is_Symbol
-            or isinstance(expr, sympy.Function)
+            or (isinstance(expr, sympy.Function)
+                and not (isinstance(expr, fn.Square) and expr.args[0].is_Atom))
             or (expr.is_Number and not expr.is_negative)
             or (isinstance(expr, sympy.Pow) and not self._prints_as_product(expr)
                 and not expr.exp.is_negative)
