@@ -386,8 +386,6 @@ def _example_ops():
 # Real findings of the audit (each checked by hand against the printed code), kept
 # visible as expected failures until the forms are fixed.
 KNOWN = {
-    ("stability", "expm1_ratio"): "exp(x) overflows for x > 88.7 in float32 while "
-    "(exp(x) - 1)/x stays finite up to x = 93: inf, and inf - inf = NaN in the gradient",
     ("potentials", "lennard_jones"): "inv_r * s6 * 6.0 overflows at r = sigma = eps = "
     "1.2e-38 where the gradient -24 eps/r is -24 (inf - inf); (sigma/r)**12 overflows "
     "where a tiny eps brings the product back into range, and times eps = 0 (inf * 0)",

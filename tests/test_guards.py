@@ -1350,3 +1350,40 @@ def test_a_filled_point_has_the_limit_of_the_derivative(expr, limits):
 def test_a_jump_keeps_the_derivative_branch_by_branch():
     jump = Piecewise((5, Eq(x, 1)), (x**2, True))
     assert guards.derivative(jump, x) == sympy.diff(jump, x)
+
+
+# split_exponentials: where exp(u) overflows but the value does not.
+def _split_value(expr, point, dtype):
+    """The split form's value at ``point``, computed in ``dtype`` (NumPy)."""
+    out, used = guards.split_exponentials(expr, dtype)
+    assert used == ("split_exponential",)
+    (scaled, cond), (written, _) = out.args
+    assert cond.subs(x, point) is sympy.true and written == expr
+    f = sympy.lambdify(x, scaled, modules=[{"Ratio": lambda a, b: a / b}, "numpy"])
+    return f(np.asarray(point, dtype))
+
+
+@pytest.mark.parametrize("expr", [
+    expm1(x) / x,  # the value and its derivative: finite to x = 93.2 in float32
+    (sympy.exp(x) - expm1(x) / x) / x,
+    sympy.exp(x) / (x**2 + 1),
+], ids=str)
+def test_split_exponentials_keep_the_value_finite_where_exp_overflows(expr):
+    for dtype, point in (("float32", 90.0), ("float64", 712.0)):
+        with np.errstate(over="raise"):
+            got = float(_split_value(expr, point, dtype))
+        with mpmath.workdps(50):
+            want = float(sympy.lambdify(x, expr, "mpmath")(mpmath.mpf(point)))
+        assert math.isclose(got, want, rel_tol=8 * float(np.finfo(dtype).eps)), dtype
+
+
+@pytest.mark.parametrize("expr", [
+    sympy.exp(x),  # the value overflows with the exponential
+    x * sympy.exp(x),  # and sooner
+    expm1(x)**2 / x,  # a half would still be squared
+    sympy.exp(x) / x + sympy.exp(y),  # two inputs
+    sympy.exp(x) / x + sympy.exp(x**2),  # two exponents
+    sympy.sin(x) / x,  # none
+], ids=str)
+def test_split_exponentials_leave_what_does_not_outlive_its_exponential(expr):
+    assert guards.split_exponentials(expr, "float32") == (expr, ())

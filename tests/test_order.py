@@ -43,6 +43,9 @@ ops:
   - name: acos_sq
     inputs: {x: [null]}
     output: acos(x)**2
+  - name: expm1_ratio
+    inputs: {x: [null]}
+    output: (exp(x) - 1)/x
   - name: scaled_tanh
     inputs: {x: [null, 3], b: [3], k: {shape: [], differentiable: false}, n: {shape: [], dtype: int32}}
     outputs:
@@ -135,6 +138,26 @@ def test_a_filled_limit_has_the_limit_of_its_derivative_at_second_order(tf, orde
         want = [float(mpmath.diff(f, mpmath.mpf("0.5"), k)) for k in (1, 2)]
     np.testing.assert_allclose(first, [-2.0, want[0]], rtol=1e-12)
     np.testing.assert_allclose(second, [2 / 3, want[1]], rtol=1e-12)
+
+
+def test_expm1_ratio_is_finite_where_exp_overflows_at_every_order(tf, orders):
+    """(exp(x) - 1)/x is finite up to x = 93.2 in float32, exp(x) only to 88.7: the
+    value and its first and second derivatives were inf or NaN between (split
+    exponentials: exp(x/2) times the rest computed with the other half)."""
+    points = np.float32([85.0, 88.5, 90.0, 92.5])
+    x = tf.constant(points, tf.float32)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            value = orders.expm1_ratio(x)
+        first = inner.gradient(value, x)
+    second = outer.gradient(first, x)
+    f = lambda v: mpmath.expm1(v) / v
+    for k, got in enumerate((value, first, second)):
+        with mpmath.workdps(50):
+            want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
+        np.testing.assert_allclose(got.numpy(), want, rtol=4e-7)
 
 
 def _scaled_tanh_plain(tf, x, b, k, n):

@@ -84,6 +84,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     if partial:
         expr = d.applied(guards.zero_subgradients(expr))
     expr = d.applied(guards.removable_singularities(expr, dtype))
+    expr = d.applied(guards.split_exponentials(expr, dtype))
     expr = d.applied(guards.guard_branches(guards.kinks_to_piecewise(expr)))
     expr = d.applied(guards.vanishing_products(expr, dtype))
     expr = d.applied(absorbed_complements(expr, dtype))

@@ -16,6 +16,10 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   derivatives), its Taylor polynomial is used near ``v = 0``, on an interval scaled to
   the formula (``sin(100*x)/x``, ``sin(x*y)/x``: :func:`taylor_plan`); where no interval
   fits every value of the other inputs, the limit (computed by SymPy) at ``v = 0``.
+* :func:`split_exponentials`: in one input, where every exponential is ``exp(u)`` (or
+  ``expm1(u)``) of one linear ``u`` and the value grows more slowly, beyond where
+  ``exp(u)`` overflows the value is ``exp(u/2) * R``, ``R`` computed with the other half
+  (``expm1(x)/x``: finite up to x = 93.2 in float32, was inf from 88.7).
 * :func:`kinks_to_piecewise`: ``Heaviside`` becomes a Piecewise (printable).
 * :func:`guard_branches`: the "double where". ``tf.where`` evaluates both branches,
   and a NaN or inf in the branch that is not selected poisons the gradient (its
@@ -41,7 +45,7 @@ finite, plus the names of what it did (for the op's docstring).
 
 Layout: a module per family of guard, in the order :mod:`gradgen.derive` applies them
 (:mod:`.limits`, :mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
-:mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.exponents`), the helpers
+:mod:`.exponentials`; :mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.exponents`), the helpers
 they share (:mod:`.walk`: expression walks; :mod:`.conditions`: a condition's bounds),
 and :mod:`.constants`: the :data:`GUARDS` table (guard name -> identity) and the numbers
 the guards are tuned by (:data:`EPSILON`, :data:`TAYLOR_DEGREE`...).
@@ -58,6 +62,7 @@ from .constants import (
     TAIL_TERMS,
     TAYLOR_DEGREE,
 )
+from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, singular_limits
@@ -83,6 +88,7 @@ __all__ = [
     "limit_at_zero",
     "removable_singularities",
     "singular_limits",
+    "split_exponentials",
     "filled_points_smoothed",
     "derivative",
     "taylor_plan",
