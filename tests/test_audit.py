@@ -390,17 +390,16 @@ KNOWN = {
     "1.2e-38 where the gradient -24 eps/r is -24 (inf - inf); (sigma/r)**12 overflows "
     "where a tiny eps brings the product back into range, and times eps = 0 (inf * 0)",
     ("potentials", "morse"): "r - r0 overflows at r = -r0 = -3.4e38 where width * (r - r0) "
-    "is 8 (width = 1.2e-38), and depth * expm1(t) * exp(t) overflows at depth = 3.4e38 "
-    "before width = -1.2e-38 brings the gradient back to 2.3e4",
+    "is 8 (width = 1.2e-38): one point per gradient",
 }
 
 
 # Real points where the generated form is less accurate than the form as written (the
 # audit's comparison, gradgen.stability.audit.written), each checked by hand.
 KNOWN_WORSE = {
-    ("potentials", "morse"): "CSE shares depth * expm1(t) * exp(t) * upstream between "
-    "three gradients and multiplies by width after it: inf at depth = 3.4e38, width = "
-    "-1.2e-38, where the form as written multiplies depth by width first",
+    ("potentials", "morse"): "zero_factor multiplies depth in last (depth * width first "
+    "overflows where the rest is 0): width times the exponentials underflows to 0 at "
+    "width = 2e-33, depth = -7e26, where the form as written gives 2.04e-12",
     ("seeds", "scaled_sum"): "the constant applied last (so that 2 * scale cannot "
     "overflow before a + b = 0) lets scale * (a + b) underflow to a subnormal first: 0 "
     "where the value is 1.2e-38, just above float32's smallest normal number",

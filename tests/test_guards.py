@@ -32,7 +32,7 @@ from gradgen.stability.families.powers import _zero_of
 from gradgen.stability.match import _exp_terms
 from gradgen.stability.normalize import scaled_exp
 from gradgen.stability.reductions import stabilize_reductions
-from tfmodes import two_orders
+from tfmodes import second_partials, two_orders
 
 x, y, r, d = sympy.symbols("x y r d", real=True)
 sin, cos, exp, log, sqrt = sympy.sin, sympy.cos, sympy.exp, sympy.log, sympy.sqrt
@@ -1387,3 +1387,58 @@ def test_split_exponentials_keep_the_value_finite_where_exp_overflows(expr):
 ], ids=str)
 def test_split_exponentials_leave_what_does_not_outlive_its_exponential(expr):
     assert guards.split_exponentials(expr, "float32") == (expr, ())
+
+
+# zero_factors: an input factor that is 0 makes the product 0 where the rest overflows.
+ZERO_FACTORS = [
+    (y * sympy.exp(x), mul_no_nan(sympy.exp(x), y)),
+    (y * expm1(-d * (x - r))**2, mul_no_nan(expm1(-d * (x - r))**2, y)),
+    # d also inside the rest: only y is the zero factor, and meets the rest last
+    (2 * y * d * sympy.exp(-d * x), mul_no_nan(2 * d * sympy.exp(-d * x), y)),
+    (y * (x + r)**2, mul_no_nan((x + r)**2, y)),
+]
+NO_ZERO_FACTORS = [
+    y * sympy.exp(x) / x,  # a pole: at x = y = 0 there is no value
+    y * sympy.floor(x),  # cannot overflow
+    y * sigmoid(x) * sigmoid(-x),  # bounded
+    y * sympy.log(x),  # log has a singular point
+    x * sympy.exp(x),  # the factor is in the rest
+]
+
+
+@pytest.mark.parametrize("expr, want", ZERO_FACTORS, ids=str)
+def test_zero_factors(expr, want):
+    got, used = guards.zero_factors(expr, {x, y, d, r})
+    assert used == ("zero_factor",) and got == want
+
+
+@pytest.mark.parametrize("expr", NO_ZERO_FACTORS, ids=str)
+def test_zero_factors_leave_poles_bounded_rests_and_dependent_factors(expr):
+    assert guards.zero_factors(expr, {x, y, d, r}) == (expr, ())
+
+
+def test_a_zero_weight_makes_an_overflowing_product_zero_at_every_order(tf, build):
+    """depth * (1 - exp(-(r - 1)))**2 (Morse) at depth = 0 where the exponential
+    overflows: the value and each derivative with the factor depth are exactly 0 (were
+    NaN: 0 * inf)."""
+    module = build(
+        "version: 1\nmodule: zero_weight\norder: 2\nops:\n  - name: morse\n"
+        "    inputs: {r: [null], depth: [null]}\n"
+        "    output: depth * (1 - exp(-(r - 1)))**2\n", audit=False)
+    r = tf.constant([-200.0, 0.5], tf.float32)
+    depth = tf.constant([0.0, 2.0], tf.float32)
+    (drr, drd), (ddr, ddd) = second_partials(tf, module.morse, r, depth)
+    with tf.GradientTape() as tape:
+        tape.watch([r, depth])
+        value = module.morse(r, depth)
+    gr, gd = tape.gradient(value, [r, depth])
+    e = np.exp(0.5)  # at r = 0.5: t = expm1(0.5), f = depth * t**2
+    t = np.expm1(0.5)
+    np.testing.assert_allclose(value.numpy(), [0.0, 2 * t * t], rtol=1e-6)
+    np.testing.assert_allclose(gr.numpy(), [0.0, -4 * t * e], rtol=1e-6)
+    assert gd.numpy()[0] == np.inf  # expm1(201)**2 itself: inf is right
+    np.testing.assert_allclose(drr, [0.0, 4 * e * (t + e)], rtol=1e-5)
+    # the mixed partials hold no depth factor: 2*(1 - exp(201))*exp(201) is -inf
+    for h in (drd, ddr):
+        np.testing.assert_allclose(h, [-np.inf, -2 * t * e], rtol=1e-5)
+    assert ddd[0] == 0.0

@@ -87,5 +87,6 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.split_exponentials(expr, dtype))
     expr = d.applied(guards.guard_branches(guards.kinks_to_piecewise(expr)))
     expr = d.applied(guards.vanishing_products(expr, dtype))
+    expr = d.applied(guards.zero_factors(expr, {v.symbol for v in d.program.inputs}))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

@@ -36,6 +36,10 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   overflows for large inputs (``x**3 * exp(-x**2)``; tanh-GELU's derivative) is
   ``mul_no_nan(rest, decaying)``: 0 where the decaying factor is 0, where the product
   as written is 0 * inf = NaN and its exact value is 0.
+* :func:`zero_factors`: a product of input factors ``a`` and a rest with no pole that
+  can overflow is ``mul_no_nan(rest, a)``: 0 where ``a`` is 0 (``depth *
+  expm1(-width*(r - r0))**2`` at depth = 0 and an overflowing rest: was NaN), the
+  input factors multiplied together first.
 * :func:`exponent_logs`: ``xlogy(k, x)`` in an exponential's argument is
   ``mul_no_nan(log(x), k)``: the same value, with a second derivative in ``k`` that is
   right in TensorFlow.
@@ -66,7 +70,7 @@ from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, singular_limits
-from .products import vanishing_products
+from .products import vanishing_products, zero_factors
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
 from .taylor import taylor_plan
@@ -93,5 +97,6 @@ __all__ = [
     "derivative",
     "taylor_plan",
     "vanishing_products",
+    "zero_factors",
     "zero_subgradients",
 ]
