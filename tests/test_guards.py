@@ -1403,6 +1403,7 @@ NO_ZERO_FACTORS = [
     y * sigmoid(x) * sigmoid(-x),  # bounded
     y * sympy.log(x),  # log has a singular point
     x * sympy.exp(x),  # the factor is in the rest
+    y * sympy.Symbol("t", real=True)**2,  # an intermediate may stand for a pole (1/x)
 ]
 
 

@@ -38,12 +38,15 @@ ops:
     inputs: {x: [null], a: [null]}
     output: where(x >= 0, a*log(x), 0)
   - name: entropy
+    dtype: float32
     inputs: {p: [null]}
     output: -p*log(p)
   - name: acos_sq
+    dtype: float64
     inputs: {x: [null]}
     output: acos(x)**2
   - name: expm1_ratio
+    dtype: float32
     inputs: {x: [null]}
     output: (exp(x) - 1)/x
   - name: scaled_tanh

@@ -21,13 +21,12 @@ from __future__ import annotations
 import math
 
 import sympy
-from sympy import S
 from sympy.codegen.cfunctions import expm1
 
 from ...functions import Guard, Ratio
 from .. import formats
 from .constants import LIMIT_MAX_OPS
-from .walk import SYMPY_CANNOT, standard
+from .walk import as_polynomial
 
 # How far below the overflow point of exp(u) the scaled branch starts: the form as
 # written multiplies exp(u) by small numbers (2*exp(u)) before it meets its divisor.
@@ -79,7 +78,7 @@ def _split(expr, bound):
     rest = sympy.expand(halved / h)
     if rest.has(sympy.exp, expm1) or any(
         p.exp > 1 for p in rest.atoms(sympy.Pow) if p.base == h
-    ) or not _slower(expr, u, v, a):
+    ) or not _slower(rest, h, v):
         return None
     half = sympy.exp(u / 2)
     terms = [_ratio(t, h).xreplace({h: half}) for t in sympy.Add.make_args(rest)]
@@ -96,11 +95,14 @@ def _ratio(term, h):
     return term
 
 
-def _slower(expr, u, v, a) -> bool:
-    """Whether ``expr / exp(u)`` tends to 0 as ``u -> +inf``: the value outlives the
-    exponential (SymPy's limit; False where it finds none)."""
-    try:
-        ratio = sympy.limit(standard(expr) * sympy.exp(-u), v, S.Infinity * sympy.sign(a))
-    except SYMPY_CANNOT:
+def _slower(rest, h, v) -> bool:
+    """Whether the value outlives its exponential: the coefficient of ``h`` in ``rest``
+    (the value divided by ``h = exp(u/2)``, in which ``h`` has no power above 1), the
+    limit of value / exp(u) as ``u`` grows, is a ratio of polynomials in ``v`` whose
+    denominator has the higher degree (``1/x`` in ``expm1(x)/x``). Anything else
+    (``x`` in ``x*exp(x)``, a logarithm) is left alone."""
+    numerator, denominator = sympy.fraction(sympy.cancel(rest.coeff(h, 1)))
+    top, bottom = as_polynomial(numerator, v), as_polynomial(denominator, v)
+    if top is None or bottom is None or not (top.free_symbols | bottom.free_symbols) <= {v}:
         return False
-    return ratio == 0
+    return top.is_zero or top.degree() < bottom.degree()

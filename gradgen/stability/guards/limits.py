@@ -191,6 +191,9 @@ def derivative(expr, v, filled: list | None = None):
     Source: a function continuous at a point with a derivative on both sides near it
     has there the limit of that derivative, where the limit exists (the mean value
     theorem)."""
+    if not any(isinstance(c, sympy.Eq) and v in c.free_symbols
+               for p in expr.atoms(sympy.Piecewise) for _, c in p.args):
+        return sympy.diff(expr, v)  # no point of v is filled: nothing to smooth
     points: list = []
     smooth = filled_points_smoothed(expr, points)
     d = sympy.diff(smooth, v)
@@ -249,6 +252,20 @@ def _branches_beside(expr, v, r, side):
     return bottom_up(expr, branch)
 
 
+def _real_near(f, v, r, side) -> bool:
+    """Whether ``f`` (in ``v`` alone, or with other symbols: then assumed so) is real
+    just beside ``v = r`` on ``side``: the side to ask SymPy's limit first (the
+    formula's own, where it is the forward's real domain)."""
+    if f.free_symbols != {v}:
+        return True
+    point = r + _BESIDE if side == "+" else r - _BESIDE
+    try:
+        value = complex(standard(f).subs(v, point).evalf(15))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return value.imag == 0
+
+
 def _point(cond) -> tuple:
     """``(v, r)`` of ``Eq(v, r)`` or ``Eq(r, v)``."""
     return cond.args if cond.args[0].is_Symbol else cond.args[::-1]
@@ -265,7 +282,7 @@ def _limit_side(f, g, cond) -> str | None:
     v, r = _point(cond)
     if not (v.is_Symbol and r.is_number):
         return None
-    for side in _SIDES:
+    for side in sorted(_SIDES, key=lambda d: not _real_near(f, v, r, d)):
         try:
             value = sympy.limit(standard(f), v, r, side)
         except SYMPY_CANNOT:

@@ -258,7 +258,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         rest = sympy.Mul(*[a for a in e.args if a not in scale])
         if not scale or rest.is_number:
             return None
-        if not (_entire(rest) and _can_overflow(rest)):
+        if not (_entire(rest, inputs) and _can_overflow(rest)):
             return None
         used.add("zero_factor")
         return mul_no_nan(rest, sympy.Mul(*scale))
@@ -271,23 +271,24 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
 _POLES = ("Recip", "Ratio", "xdivy", "nan_outside")
 
 
-def _entire(e) -> bool:
-    """Whether ``e`` is finite wherever its inputs are: numbers, symbols, sums,
+def _entire(e, inputs) -> bool:
+    """Whether ``e`` is finite wherever the op's ``inputs`` are: numbers, inputs, sums,
     products, powers with non-negative integer exponents, and functions declared on
-    the whole real line with no singular point, of such."""
+    the whole real line with no singular point, of such. Another symbol (a `where`
+    name, a node) may stand for a pole (``t = 1/x``): not entire."""
     if e.is_Atom:
-        return e.is_finite is not False
+        return e in inputs if e.is_Symbol else e.is_finite is not False
     if isinstance(e, sympy.Pow):
-        return e.exp.is_Integer and e.exp >= 0 and _entire(e.base)
+        return e.exp.is_Integer and e.exp >= 0 and _entire(e.base, inputs)
     if isinstance(e, (sympy.Add, sympy.Mul)):
-        return all(_entire(a) for a in e.args)
+        return all(_entire(a, inputs) for a in e.args)
     if isinstance(e, sympy.Piecewise):
-        return all(_entire(v) for v, _ in e.args)
+        return all(_entire(v, inputs) for v, _ in e.args)
     if isinstance(e, sympy.Function) and type(e).__name__ not in _POLES:
         declared = of_class(type(e))
         if declared is None or declared.domain != S.Reals or declared.singular:
             return False
-        return all(_entire(a) for a in e.args)
+        return all(_entire(a, inputs) for a in e.args)
     return False
 
 
