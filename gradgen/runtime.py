@@ -84,6 +84,8 @@ HELPERS: tuple[Helper, ...] = (
     _helper("_erfcx", "exp(x**2) * erfc(x), by an asymptotic series where erfc underflows"),
     _helper("_erfcx_recip", "1 / erfcx(x), finite where erfcx(x) is subnormal",
             ("_erfcx",)),
+    _helper("_erfcx_recip_slope", "the derivative of 1 / erfcx(x), in float64",
+            ("_erfcx_recip",)),
     _helper("_log_erfc", "log(erfc(x)) without the underflow of erfc", ("_erfcx",)),
     _helper("_hypot", "sqrt(t1**2 + t2**2 + ...) without overflow or underflow of the "
             "squares"),

@@ -93,9 +93,6 @@ KNOWN = {
     "pseudo_huber": "the first order's cancellation-free form x**2/(hypot(1, x) + 1), "
     "differentiated twice, is a sum of terms that cancel: 5e-4 relative at x = 50 in "
     "float32 (the exact (1 + x**2)**(-3/2) has no difference)",
-    "log_erfc": "the declared derivatives of erfcx_recip, 2*erfcx_recip(u)**2/sqrt(pi) - "
-    "2*u*erfcx_recip(u) and the next, cancel: the third derivative is 0.3% off at u = 5 in "
-    "float32 (float64 holds)",
 }
 # the default run's forms (one module); the others are slow
 DEFAULT = ("sigmoid", "log_sigmoid")  # (softplus, norm, masked_log: test_order.py)

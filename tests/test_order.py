@@ -45,6 +45,10 @@ ops:
     dtype: float64
     inputs: {x: [null]}
     output: acos(x)**2
+  - name: log_erfc
+    dtype: float32
+    inputs: {u: [null]}
+    output: log(erfc(u))
   - name: expm1_ratio
     dtype: float32
     inputs: {x: [null]}
@@ -161,6 +165,19 @@ def test_expm1_ratio_is_finite_where_exp_overflows_at_every_order(tf, orders):
         with mpmath.workdps(50):
             want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
         np.testing.assert_allclose(got.numpy(), want, rtol=4e-7)
+
+
+def test_log_erfc_second_derivative_holds_where_the_quotient_rule_cancels(tf, orders):
+    """d2/du2 log(erfc(u)) = -2 erfcx_recip'(u) / sqrt(pi) -> -2: the quotient rule's
+    2 r**2 / sqrt(pi) - 2 u r (r = 1/erfcx(u)) lost every digit from u = 1e4 in float32
+    and was inf or NaN where r overflows (u > 1.9e38)."""
+    points = [-3.0, 0.5, 5.0, 1e4, 1e10, 3e38]
+    u = tf.constant(points, tf.float32)
+    _, second = _derivatives(tf, orders.log_erfc, u, 2)
+    with mpmath.workdps(60):
+        f = lambda v: mpmath.log(mpmath.erfc(v))
+        want = [float(mpmath.diff(f, mpmath.mpf(p), 2)) for p in points[:3]]
+    np.testing.assert_allclose(second, want + [-2.0, -2.0, -2.0], rtol=2e-6)
 
 
 def _scaled_tanh_plain(tf, x, b, k, n):

@@ -89,6 +89,7 @@ DEFINITIONS = {
     "log1mexp": lambda x: mpmath.log1p(-mpmath.exp(x)),
     "erfcx": lambda x: mpmath.exp(x * x) * num.mp_erfc(x),
     "erfcx_recip": lambda x: mpmath.exp(-x * x) / num.mp_erfc(x),
+    "erfcx_recip_slope": lambda x: mpmath.diff(lambda t: mpmath.exp(-t * t) / num.mp_erfc(t), x),
     "log_erfc": lambda x: mpmath.log(num.mp_erfc(x)),
     "hypot": lambda *t: mpmath.sqrt(mpmath.fsum(v * v for v in t)),
     "Guard": lambda u, cond, safe: u if cond else safe,
@@ -330,6 +331,9 @@ SPECIAL = [
     ("erfcx_recip", (9.99,), REFERENCE, 1e-13), ("erfcx_recip", (10.0,), REFERENCE),
     ("erfcx_recip", (1e10,), REFERENCE), ("erfcx_recip", (5.95e37,), REFERENCE),
     ("erfcx_recip", (-30.0,), REFERENCE), ("erfcx_recip", (NAN,), NAN),
+    # no cancellation for large x (sqrt(pi) from terms about 2 pi x**2), no overflow
+    ("erfcx_recip_slope", (1e4,), REFERENCE), ("erfcx_recip_slope", (3e38,), math.sqrt(math.pi)),
+    ("erfcx_recip_slope", (-3.0,), REFERENCE), ("erfcx_recip_slope", (0.5,), REFERENCE),
     ("log_erfc", (0.0,), 0.0), ("log_erfc", (10.0,), REFERENCE),
     ("log_erfc", (30.0,), REFERENCE), ("log_erfc", (1e10,), REFERENCE),
     ("log_erfc", (-30.0,), math.log(2.0)), ("log_erfc", (-INF,), math.log(2.0)),

@@ -43,7 +43,7 @@ from .kinks import Heaviside, Max, Min, ceiling, floor, indicator, sign
 from .nan_safe import mul_no_nan, xdivy, xlog1py, xlogy
 from .registry import Function
 from .smooth import (
-    erfc, erfcx, erfcx_recip, hypot, log1mexp, log_erfc, logcosh, logsumexp, sigmoid, softmax_weight,
+    erfc, erfcx, erfcx_recip, erfcx_recip_slope, hypot, log1mexp, log_erfc, logcosh, logsumexp, sigmoid, softmax_weight,
     softplus,
 )
 
@@ -73,6 +73,7 @@ __all__ = [
     "erfc",
     "erfcx",
     "erfcx_recip",
+    "erfcx_recip_slope",
     "log_erfc",
     "hypot",
     "Const",

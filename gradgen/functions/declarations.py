@@ -149,6 +149,8 @@ FUNCTIONS: tuple[Function, ...] = (
           (smooth.log1mexp, (1, 1), "_log1mexp", num.np_log1mexp, None),
           (smooth.erfcx, (1, 1), "_erfcx", num.np_erfcx, None),
           (smooth.erfcx_recip, (1, 1), "_erfcx_recip", num.np_erfcx_recip, None),
+          (smooth.erfcx_recip_slope, (1, 1), "_erfcx_recip_slope", num.np_erfcx_recip_slope,
+           None),
           (smooth.log_erfc, (1, 1), "_log_erfc", num.np_log_erfc, None),
           (smooth.hypot, (1, None), "_hypot", num.np_hypot, None),
       )),

@@ -85,12 +85,22 @@ def _erfcx_scalar(x):
     return _erfcx_series(x) / x / math.sqrt(math.pi)
 
 
+# (-1)**n (2n - 1)!!, n = 1..12: the asymptotic series' coefficients after the first
+_ERFCX_COEFFS = tuple((-1) ** n * math.prod(range(1, 2 * n, 2)) for n in range(1, 13))
+
+
 def _erfcx_series(x):
     """x sqrt(pi) erfcx(x) for x >= 10: 12 terms of the asymptotic series."""
-    r, term, total = 0.5 / x / x, 1.0, 1.0
-    for n in range(1, 13):
-        term *= -(2 * n - 1) * r
-        total += term
+    r = 0.5 / x / x
+    return 1.0 + r * _erfcx_tail_over_r(r)
+
+
+def _erfcx_tail_over_r(r):
+    """The same series less its first term, 1, over ``r = 1 / (2 x**2)`` (Horner):
+    about -1, with no cancellation and no underflow where r does."""
+    total = 0.0
+    for c in reversed(_ERFCX_COEFFS):
+        total = c + r * total
     return total
 
 
@@ -101,6 +111,24 @@ def _erfcx_recip_scalar(x):
         return 1.0 / _erfcx_scalar(x)
     with np.errstate(over="ignore"):
         return float(np.float64(x) * math.sqrt(math.pi) / _erfcx_series(x))
+
+
+def _erfcx_recip_excess_scalar(x):
+    # 1 / (sqrt(pi) erfcx(x)) - x: -x T / (1 + T) from x = 10 (T: the series' terms
+    # after the first), the difference below, as the generated helper does
+    x = float(x)
+    if math.isnan(x) or x < 10.0:
+        return _erfcx_recip_scalar(x) / math.sqrt(math.pi) - x
+    r = 0.5 / x / x
+    scaled = _erfcx_tail_over_r(r)
+    return -(0.5 / x) * scaled / (1.0 + r * scaled)
+
+
+def _erfcx_recip_slope_scalar(x):
+    # 2 r (r / sqrt(pi) - x), r = erfcx_recip(x), in float64, as the generated helper does
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(2.0 * np.float64(_erfcx_recip_scalar(x))
+                     * np.float64(_erfcx_recip_excess_scalar(x)))
 
 
 def _log_erfc_scalar(x):
@@ -116,6 +144,7 @@ def _log_erfc_scalar(x):
 
 np_erfcx = np.vectorize(_erfcx_scalar, otypes=[float])
 np_erfcx_recip = np.vectorize(_erfcx_recip_scalar, otypes=[float])
+np_erfcx_recip_slope = np.vectorize(_erfcx_recip_slope_scalar, otypes=[float])
 np_log_erfc = np.vectorize(_log_erfc_scalar, otypes=[float])
 
 

@@ -14,6 +14,7 @@ from sympy.codegen.cfunctions import expm1
 
 from .base import RealUnary
 from .internal import nan_outside
+from .nan_safe import xdivy
 
 
 class sigmoid(RealUnary):
@@ -216,19 +217,52 @@ class erfcx_recip(RealUnary):
     would be inf where the value is finite). Computed by the ``_erfcx_recip`` helper:
     ``x sqrt(pi)`` over erfcx's asymptotic series (DLMF 7.12.1) from x = 10.
 
-    Derivative: ``(2 / sqrt(pi)) erfcx_recip(x)**2 - 2 x erfcx_recip(x)`` (the quotient
-    rule with erfcx's derivative; it cancels for large x, as erfcx's does).
+    Derivative: ``erfcx_recip_slope(x)``: the quotient rule with erfcx's derivative,
+    ``(2 / sqrt(pi)) erfcx_recip(x)**2 - 2 x erfcx_recip(x)``, cancels for large x
+    (about ``sqrt(pi)`` from terms about ``2 pi x**2``: all digits lost at x = 1e4 in
+    float32).
     """
 
     at_zero = S.One
     defined_by = sympy.exp
 
     def fdiff(self, argindex=1):
-        x = self.args[0]
-        return 2 / sympy.sqrt(sympy.pi) * self**2 - 2 * x * self
+        return erfcx_recip_slope(self.args[0])
 
     def _eval_rewrite_as_exp(self, arg, **kwargs):
         return sympy.exp(-arg**2) / sympy.erfc(arg)
+
+    def _eval_is_positive(self):
+        return self.args[0].is_real or None
+
+
+class erfcx_recip_slope(RealUnary):
+    """The derivative of ``erfcx_recip``, ``2 r(x) m(x)`` with ``r = erfcx_recip`` and
+    ``m(x) = r(x) / sqrt(pi) - x`` (about ``1 / (2x)`` for large x, where that
+    difference cancels: the normal distribution's inverse Mills ratio less its
+    argument, in ``x = z / sqrt(2)``). Bounded: 0 as x -> -inf, ``sqrt(pi)`` as x ->
+    inf. Computed in float64 by the ``_erfcx_recip_slope`` helper, ``m`` from erfcx's
+    asymptotic series without its first term from x = 10 (DLMF 7.12.1), so that neither
+    the cancellation nor ``r``'s overflow (beyond x = 1.9e38 in float32) nor ``m``'s
+    underflow reaches it. ``log(erfc(u))``'s second derivative is
+    ``-2 erfcx_recip_slope(u) / sqrt(pi)``.
+
+    Derivative: ``2 xdivy(s**2, r) + 2 x s - 2 r`` with ``s = erfcx_recip_slope(x)``
+    (the product rule with ``m = s / (2r)``; 0 where s underflows with r). Its last two
+    terms cancel for large x: third derivatives of ``log(erfc(u))`` lose digits there.
+    """
+
+    at_zero = 2 / sympy.sqrt(sympy.pi)
+    defined_by = sympy.exp
+
+    def fdiff(self, argindex=1):
+        x = self.args[0]
+        r = erfcx_recip(x)
+        return 2 * xdivy(self**2, r) + 2 * x * self - 2 * r
+
+    def _eval_rewrite_as_exp(self, arg, **kwargs):
+        r = sympy.exp(-arg**2) / sympy.erfc(arg)
+        return 2 * r * (r / sympy.sqrt(sympy.pi) - arg)
 
     def _eval_is_positive(self):
         return self.args[0].is_real or None

@@ -326,9 +326,28 @@ def environment(fmt: Format, n: int, helpers: tuple, inputs: dict) -> tuple:
         exec(_helper_source(helpers), env)  # noqa: S102 - gradgen's own template
     except (SyntaxError, NameError, AttributeError, TypeError) as e:  # pragma: no cover
         raise MirrorError(f"helpers: {type(e).__name__}: {e}") from None
+    for d in fns.FUNCTIONS:
+        if fmt.name != "float64" and d.helper in env and d.numpy is not None \
+                and _widens(env[d.helper]):
+            env[d.helper] = _in_float64(tf_, d.numpy)
     for name, values in inputs.items():
         env[name] = tf_._t(values)
     return tf_, env
+
+
+def _widens(helper) -> bool:
+    """Whether a runtime helper computes in float64 for narrower dtypes (its code casts
+    its argument to float64): the stand-in has one format, so such a helper is run as
+    its declared float64 NumPy implementation instead, rounded once to the format."""
+    code = getattr(helper, "__code__", None)
+    return code is not None and "float64" in code.co_names
+
+
+def _in_float64(tf_, numpy):
+    def apply(x):
+        with np.errstate(all="ignore"):
+            return tf_._t(numpy(np.asarray(tf_._t(x), dtype=np.float64)))
+    return apply
 
 
 class Program:
