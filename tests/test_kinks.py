@@ -165,17 +165,22 @@ def test_a_singular_point_gets_the_limit_not_a_convention(tf, build):
     """Where a sqrt-type factor of one input is singular, the gradient is the one-sided
     limit toward where the forward is real (it was the subgradient 0 everywhere):
     acos(x)**2 -> -2 at 1, -inf at -1; sqrt: +inf at 0; sign(x)*sqrt(|x|): +inf at 0;
-    y*sqrt(x): y*inf, and 0 where y = 0. sqrt(|x|) keeps 0: its sides differ."""
+    y*sqrt(x): y*inf, and 0 where y = 0; sqrt(1 - x**2): +-inf at -+1. sqrt(|x|) keeps
+    0: its sides differ."""
     module = build(
         "version: 1\nmodule: limits\ndtype: [float32, float64]\nops:\n"
         "  - name: acos2\n    inputs: {x: [null]}\n    output: acos(x)**2\n"
         "  - name: signed_root\n    inputs: {x: [null]}\n    output: sign(x)*sqrt(Abs(x))\n"
         "  - name: scaled_root\n    inputs: {x: [null], y: [null]}\n    output: y*sqrt(x)\n"
-        "  - name: abs_root\n    inputs: {x: [null]}\n    output: sqrt(Abs(x))\n",
+        "  - name: abs_root\n    inputs: {x: [null]}\n    output: sqrt(Abs(x))\n"
+        "  - name: semicircle\n    inputs: {x: [null]}\n    output: sqrt(1 - x**2)\n",
         audit=False,
     )
     inf = np.inf
     for dtype in ("float32", "float64"):
+        # -x*sqrt(s)/((1 - x)*(1 + x)) was 0/0 = NaN at +-1: -x/sqrt(s), the limits +-inf
+        (g,) = grads(tf, module.semicircle, [-1.0, 0.6, 1.0], dtype=dtype)
+        np.testing.assert_allclose(g, [inf, -0.75, -inf], rtol=1e-6)
         (g,) = grads(tf, module.acos2, [-1.0, 0.0, 1.0], dtype=dtype)
         np.testing.assert_allclose(g, [-inf, -np.pi, -2.0], rtol=1e-6)
         (g,) = grads(tf, module.signed_root, [0.0, 0.25], dtype=dtype)

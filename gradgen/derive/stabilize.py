@@ -16,6 +16,7 @@ recording the rules used in the :class:`~gradgen.derive.context.Derivation`.
 from __future__ import annotations
 
 import sympy
+from sympy import S
 
 from .. import stability as stable
 from ..stability import guards
@@ -51,7 +52,28 @@ def simplify_partial(
     candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr), rules)]
     expr, used = min(candidates,
                      key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
+    expr = guards.bottom_up(expr, _root_quotients)
     return guards.bottom_up(expr, _cancelled_powers), used
+
+
+def _root_quotients(e):
+    """``sqrt(a*b) * a**-1 * b**-1`` as ``(a*b)**(-1/2)``: SymPy distributes a power -1
+    over a product but not a square root, so the derivative of ``sqrt((1 - x)*(1 + x))``
+    is ``-x * sqrt((1 - x)*(1 + x)) / ((1 - x)*(1 + x))``, 0/0 at x = +-1, where the
+    singular factor ``s**(-1/2)`` is the one whose limit (+-inf) ``singular_limits``
+    fills. Equal wherever ``a*b > 0``. None where no square root's factors all divide."""
+    if not isinstance(e, sympy.Mul):
+        return None
+    for root in e.args:
+        if not (isinstance(root, sympy.Pow) and root.exp == S.Half
+                and isinstance(root.base, sympy.Mul)):
+            continue
+        parts = sympy.Mul.make_args(root.base)
+        inverses = [sympy.Pow(p, -1) for p in parts]
+        if all(i in e.args for i in inverses):
+            rest = [a for a in e.args if a is not root and a not in inverses]
+            return sympy.Mul(*rest) / sympy.sqrt(root.base)
+    return None
 
 
 def _cancelled_powers(e):
