@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ...functions import Guard
+from ...functions import Guard, mul_no_nan
 from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
 from .taylor import taylor_plan, taylor_polynomial, unit_interval
 from .walk import SYMPY_CANNOT, standard
@@ -196,6 +196,14 @@ def _fill(run: _Run, part, v):
     """``part`` with its removable singularity at v = 0 filled in: its Taylor polynomial
     on the interval of :func:`taylor_plan`, else its limit at v = 0 alone; None where it
     has no finite limit, no polynomial, or (a sum) no plan."""
+    if isinstance(part, sympy.Function) or part.has(mul_no_nan):
+        # its arguments are visited, a pole inside is filled there (a Taylor polynomial
+        # of mul_no_nan(a, g) would drop its 0 where g is 0; SymPy's series of such sums
+        # in a third-order VJP took minutes)
+        return None
+    cancelled = _cancelled_rational(part, v)
+    if cancelled is not None:
+        return cancelled
     limit = limit_at_zero(part, v)
     if limit is None:
         return None
@@ -213,6 +221,24 @@ def _fill(run: _Run, part, v):
     if plan is None:  # no interval fits every value of the other inputs: fill v = 0
         return _fill_point(run, part, v, limit)
     return _polynomial_near_zero(part, v, plan)
+
+
+def _cancelled_rational(part, v):
+    """``part`` with its common factors cancelled where it is a ratio of polynomials in
+    ``v`` whose pole at ``v = 0`` cancels (``-2*x/(y**3*(x**2/y**2 + 1)**2)`` from
+    atan(x/y)'s derivatives is ``-2*x*y/(x**2 + y**2)**2``): the same value, finite at 0,
+    with no Taylor polynomial (SymPy's series took 30 s on that one). None where it is not
+    rational in ``v``, too large, or its pole stays."""
+    if sympy.count_ops(part) > LIMIT_MAX_OPS or not part.is_rational_function(v):
+        return None
+    try:
+        cancelled = sympy.cancel(part)
+    except SYMPY_CANNOT:
+        return None
+    _, denominator = sympy.fraction(cancelled)
+    if sympy.expand(denominator.subs(v, 0)) == 0:
+        return None  # (x**4 at y = 0 is 0 only where x is too: a pole at the origin)
+    return cancelled
 
 
 def _pole_times_sum(run: _Run, part, v):
