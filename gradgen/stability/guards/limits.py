@@ -100,13 +100,8 @@ def _limit(rest, v, r, bases):
     if meaning.has(sympy.Piecewise):  # (SymPy's limit fails on relations in it)
         return None
     for d in sides:
-        try:
-            value = sympy.limit(meaning, v, r, d)
-        except SYMPY_CANNOT:
-            return None
-        if value not in (S.Infinity, S.NegativeInfinity) and (
-            value.is_real is not True or value.has(v, sympy.AccumBounds)
-        ):
+        value = _real_limit(meaning, v, r, d)
+        if value is None:
             return None
         values.append(value)
     if not values or any(value != values[0] for value in values):
@@ -115,10 +110,29 @@ def _limit(rest, v, r, bases):
     return values[0], how
 
 
+def _real_limit(expr, v, r, side):
+    """SymPy's limit of ``expr`` (no Piecewise) as ``v -> r`` from ``side``: a real
+    number or +-inf; None where it finds none, or another value."""
+    try:
+        value = sympy.limit(expr, v, r, side)
+    except SYMPY_CANNOT:
+        return None
+    if value not in (S.Infinity, S.NegativeInfinity) and (
+        value.is_real is not True or value.has(v, sympy.AccumBounds)
+    ):
+        return None
+    return value
+
+
+def _beside(r, side):
+    """The point just beside ``r`` on ``side`` ("+" above, "-" below)."""
+    return r + _BESIDE if side == "+" else r - _BESIDE
+
+
 def _real_beside(bases, v, r, direction) -> bool:
     """Whether every base that is 0 at ``v = r`` is positive just beside it on the
     side ``direction`` ("+" above, "-" below)."""
-    point = r + _BESIDE if direction == "+" else r - _BESIDE
+    point = _beside(r, direction)
     for s in bases:
         if s.subs(v, r) != 0:
             continue
@@ -222,21 +236,14 @@ def _derivative_limit(rest, v, r, side):
     rest = _branches_beside(rest, v, r, side)
     if rest.has(sympy.Piecewise) or sympy.count_ops(rest) > LIMIT_MAX_OPS:
         return None
-    try:
-        value = sympy.limit(standard(rest), v, r, side)
-    except SYMPY_CANNOT:
-        return None
-    if value not in (S.Infinity, S.NegativeInfinity) and (
-            value.is_real is not True or value.has(v, sympy.AccumBounds)):
-        return None
-    return value
+    return _real_limit(standard(rest), v, r, side)
 
 
 def _branches_beside(expr, v, r, side):
     """``expr`` with each Piecewise replaced by its branch selected just beside ``v = r``
     on ``side`` (SymPy's ``limit`` cannot read relations); a Piecewise whose selected
     branch there depends on other symbols stays."""
-    point = r + _BESIDE if side == "+" else r - _BESIDE
+    point = _beside(r, side)
 
     def branch(e):
         if not isinstance(e, sympy.Piecewise):
@@ -258,7 +265,7 @@ def _real_near(f, v, r, side) -> bool:
     formula's own, where it is the forward's real domain)."""
     if f.free_symbols != {v}:
         return True
-    point = r + _BESIDE if side == "+" else r - _BESIDE
+    point = _beside(r, side)
     try:
         value = complex(standard(f).subs(v, point).evalf(15))
     except (TypeError, ValueError, ZeroDivisionError):
