@@ -121,6 +121,11 @@ VARIANTS = {
         (2 / (2 + 2 * exp(-x)), sigmoid(x)),
         ((1 + exp(-x)) ** -2, sigmoid(x) ** 2),
     ],
+    "sigmoid_difference": [
+        (sigmoid(x) - sigmoid(x - 1), sigmoid(x) * sigmoid(1 - x) - sigmoid(-x) * sigmoid(x - 1)),
+        (y + 2 * sigmoid(x) - 2 * sigmoid(y),
+         y + 2 * (sigmoid(x) * sigmoid(-y) - sigmoid(-x) * sigmoid(y))),
+    ],
     "sigmoid_ratio": [
         (sigmoid(x) / sigmoid(-x), exp(x)),
         (sigmoid(-x) / sigmoid(x), exp(-x)),
@@ -166,6 +171,11 @@ NEAR_MISSES = {
     "exp_mul": [exp(x) + exp(y), exp(x) * sigmoid(-x), x * exp(y)],
     "log_mul": [log(x * y), log(1 / x), log(2 * x)],
     "log1m_sigmoid": [log1p(sigmoid(x)), log(2 - sigmoid(x)), log1p(-2 * sigmoid(x))],
+    "sigmoid_difference": [
+        sigmoid(x) + sigmoid(y),
+        sigmoid(x) - 2 * sigmoid(y),
+        sigmoid(x) - sigmoid(-x),  # 2*sigmoid(x) - 1: no two tails near 1
+    ],
     "sigmoid_ratio": [
         sigmoid(x) * sigmoid(-x),  # the derivative of sigmoid: stays a product
         sigmoid(x) / sigmoid(-y),
@@ -207,6 +217,9 @@ WITNESSES = {
     "exp_mul": [(exp(x) * exp(y), {x: 100.0, y: -100.0}, "float32", 0)],  # inf * 0
     "log_mul": [(log(1 / sigmoid(x)), {x: -100.0}, "float32", 0)],  # log(1/0)
     "log1m_sigmoid": [(log1p(-sigmoid(x)), {x: 37.0}, "float32", 0)],  # -inf, value -37
+    "sigmoid_difference": [  # 0, value 3.5e-9 (softplus(x) - softplus(x - 1)'s slope)
+        (sigmoid(x) - sigmoid(x - 1), {x: 20.0}, "float32", 0),
+    ],
     "sigmoid_ratio": [
         (log(sigmoid(x) / (1 - sigmoid(x))), {x: 20.0}, "float32", 0),  # log(1/0)
     ],
@@ -224,6 +237,7 @@ def test_tables_cover_the_new_rules():
     new = {
         "log1mexp", "logdiffexp", "log1p_expm1", "exp_log1p", "expm1_log1p",
         "log1m_sigmoid", "sigmoid_ratio", "logit_sigmoid", "sigmoid_logit",
+        "sigmoid_difference",
     }
     assert new <= set(stable.RULES_BY_NAME)
     for table in (VARIANTS, NEAR_MISSES, WITNESSES):

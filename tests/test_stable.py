@@ -42,6 +42,8 @@ EXAMPLES = {
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),
     "sigmoid_complement": (1 - sigmoid(x) + y, sigmoid(-x) + y),
+    "sigmoid_difference": (sigmoid(x) - sigmoid(y),
+                           sigmoid(x) * sigmoid(-y) - sigmoid(-x) * sigmoid(y)),
     "softmax": (1 / (exp(x) + exp(y)), exp(-logsumexp(x, y))),
     "exp_mul": (exp(x) * exp(-logsumexp(x, y)), exp(x - logsumexp(x, y))),
     "softmax_weight": (exp(x - logsumexp(x, y)), sigmoid(x - y)),
