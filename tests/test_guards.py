@@ -1330,6 +1330,9 @@ FILLED_DERIVATIVES = [
      {1: S(2) / 3, -1: oo}),
     # the other input scales it
     (y * Piecewise((-2, Eq(x, 1)), (_ACOS_SLOPE, True)), {1: 2 * y / 3}),
+    # acos(x)'s slope: SymPy merges the two points of one value into one condition
+    (Piecewise((-oo, Eq(x, -1) | Eq(x, 1)), (-1 / sqrt((1 - x) * (x + 1)), True)),
+     {1: -oo, -1: oo}),
 ]
 
 

@@ -177,11 +177,13 @@ def filled_points_smoothed(expr, found: list | None = None):
                 return None
         kept = []
         for g, c in points:
-            side = _limit_side(f, g, c)
-            if side is None:
+            # (SymPy merges the points of one value: Eq(x, -1) | Eq(x, 1) -> oo)
+            each = c.args if isinstance(c, sympy.Or) else (c,)
+            sides = [_limit_side(f, g, e) for e in each]
+            if None in sides:
                 kept.append((g, c))
             else:
-                found.append((*_point(c), side))
+                found.extend((*_point(e), side) for e, side in zip(each, sides))
         if len(kept) == len(points):
             return None
         return sympy.Piecewise(*kept, (f, True)) if kept else f
@@ -205,7 +207,7 @@ def derivative(expr, v, filled: list | None = None):
     Source: a function continuous at a point with a derivative on both sides near it
     has there the limit of that derivative, where the limit exists (the mean value
     theorem)."""
-    if not any(isinstance(c, sympy.Eq) and v in c.free_symbols
+    if not any(isinstance(c, (sympy.Eq, sympy.Or)) and v in c.free_symbols
                for p in expr.atoms(sympy.Piecewise) for _, c in p.args):
         return sympy.diff(expr, v)  # no point of v is filled: nothing to smooth
     points: list = []
