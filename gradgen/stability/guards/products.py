@@ -19,7 +19,7 @@ import mpmath
 import sympy
 from sympy import S
 
-from ...functions import expm1, mul_no_nan, sigmoid
+from ...functions import Ratio, Recip, expm1, mul_no_nan, nan_outside, sigmoid, xdivy
 from ...functions.declarations import of_class
 from ...pinned import mpmath_printer
 from .. import formats
@@ -230,7 +230,8 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
 def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     """``a * R`` -> ``mul_no_nan(R, a)`` where ``a`` is the product of the factors that
     are inputs of the op and that the rest ``R`` does not otherwise hold (``depth``,
-    not ``width``, in ``depth * width * exp(-width * t)``), is finite for every finite input (no pole: :func:`_entire`) and can overflow
+    not ``width``, in ``depth * width * exp(-width * t)``), and ``R`` is finite for
+    every finite input (no pole: :func:`_entire`) and can overflow
     (:func:`_can_overflow`): where ``a`` is 0 the exact product is 0, where ``R`` as
     computed may be inf (``depth * expm1(-width * (r - r0))**2`` at depth = 0, width =
     3.4e38: 0 * inf = NaN). ``a`` meets the rest last: ``depth * (2 * width * exp(t) *
@@ -238,8 +239,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     exponentials overflowed. (Multiplying the inputs first, ``depth * width``, was
     measured worse: inf * 0 = NaN at depth = width = 3.4e38, r = r0, 11 of 133 points in
     the Morse audit, where ``width * (...)`` underflows at 1 point.) Where ``R`` has a
-    pole (``eps / r``), the product
-    at ``eps = r = 0`` has no value, and NaN stays.
+    pole (``eps / r``), the product at ``eps = r = 0`` has no value, and NaN stays.
 
     Args:
         expr: a real elementwise value or partial, ready to print.
@@ -268,7 +268,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
 
 
 # Declared functions of the whole real line that are not finite everywhere on it.
-_POLES = ("Recip", "Ratio", "xdivy", "nan_outside")
+_POLES = (Recip, Ratio, xdivy, nan_outside)
 
 
 def _entire(e, inputs) -> bool:
@@ -284,7 +284,7 @@ def _entire(e, inputs) -> bool:
         return all(_entire(a, inputs) for a in e.args)
     if isinstance(e, sympy.Piecewise):
         return all(_entire(v, inputs) for v, _ in e.args)
-    if isinstance(e, sympy.Function) and type(e).__name__ not in _POLES:
+    if isinstance(e, sympy.Function) and not isinstance(e, _POLES):
         declared = of_class(type(e))
         if declared is None or declared.domain != S.Reals or declared.singular:
             return False
