@@ -128,12 +128,17 @@ def gelu_tanh(x):
 def _gelu_tanh_forward(x):
     """`gelu_tanh`'s forward: one XLA kernel (fuse: xla)."""
     x_sq = x * x
-    t = x * x_sq * 0.044715 + x
-    t_1 = (math.sqrt(2) / math.sqrt(math.pi)) * t
-    tanh_t_1 = tf.math.tanh(t_1)
-    t_2 = tanh_t_1 + 1.0
     # gelu_tanh.output
-    out = t_2 * x * 0.5
+    out = (
+        x
+        * (
+            tf.math.tanh(
+                x * (0.044715 * x_sq + 1.0) * (math.sqrt(2) / math.sqrt(math.pi))
+            )
+            + 1.0
+        )
+        * 0.5
+    )
     return out
 
 
@@ -144,7 +149,6 @@ def _gelu_tanh_backward(x, upstream):
     t = x * x_sq * 0.044715 + x
     t_1 = (math.sqrt(2) / math.sqrt(math.pi)) * t
     tanh_t_1 = tf.math.tanh(t_1)
-    t_2 = tanh_t_1 + 1.0
     # d(out)/d(x) = 0.5*sqrt(2)*x*(0.134145*x**2 + 1)*where(sqrt(2)*Abs(0.044715*x**3 +
     #     x)/sqrt(pi) < 1, (1 - tanh(sqrt(2)*(0.044715*x**3 +
     #     x)/sqrt(pi)))*(tanh(sqrt(2)*(0.044715*x**3 + x)/sqrt(pi)) + 1),
@@ -155,7 +159,7 @@ def _gelu_tanh_backward(x, upstream):
             x * (0.134145 * x_sq + 1.0) * (0.5 * math.sqrt(2) / math.sqrt(math.pi)),
             tf.where(
                 (math.sqrt(2) / math.sqrt(math.pi)) * tf.math.abs(t) < 1.0,
-                t_2 * (1.0 - tanh_t_1),
+                (1.0 - tanh_t_1) * (tanh_t_1 + 1.0),
                 tf.math.square(1.0 / tf.math.cosh(t_1)),
             ),
         )

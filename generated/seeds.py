@@ -257,8 +257,9 @@ def scaled_sum(a, b, scale):
         d(out)/d(b) = 2*scale*(a + b)
 
     Stable forms and guards used:
-        zero_factor: mul_no_nan(R, a): 0 where the input factors a are 0 and the rest R,
-            with no pole, overflows (0 * inf, exactly 0)
+        zero_factor: mul_no_nan(R, a): 0 where the input factors a are 0 and the rest R
+            overflows (0 * inf, exactly 0); a meets R's powers first; as written at R's
+            poles
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
         is; worst error at most 24 of 24 bits.

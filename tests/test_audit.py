@@ -386,11 +386,10 @@ def _example_ops():
 # Real findings of the audit (each checked by hand against the printed code), kept
 # visible as expected failures until the forms are fixed.
 KNOWN = {
-    ("potentials", "lennard_jones"): "inv_r * s6 * 6.0 overflows at r = sigma = eps = "
-    "1.2e-38 where the gradient -24 eps/r is -24 (inf - inf); (sigma/r)**12 overflows "
-    "where a tiny eps brings the product back into range, and times eps = 0 (inf * 0)",
-    ("potentials", "morse"): "r - r0 overflows at r = -r0 = -3.4e38 where width * (r - r0) "
-    "is 8 (width = 1.2e-38): one point per gradient",
+    ("potentials", "morse"): "the partial in width at r = -r0 = -3.4e38, width = depth = "
+    "1.2e-38 (exact -1.4e8): (r/2 - r0/2) times the exponentials overflows before depth "
+    "brings it back; depth first is NaN at more points (depth * (r/2 - r0/2) is inf "
+    "where width = 0 makes the exponentials' factor 0)",
 }
 
 

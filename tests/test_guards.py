@@ -1399,9 +1399,20 @@ ZERO_FACTORS = [
     # d also inside the rest: only y is the zero factor, and meets the rest last
     (2 * y * d * sympy.exp(-d * x), mul_no_nan(2 * d * sympy.exp(-d * x), y)),
     (y * (x + r)**2, mul_no_nan((x + r)**2, y)),
+    # y meets the powers first, the sum last
+    (y * x**3 * sympy.exp(x), mul_no_nan(sympy.exp(x), mul_no_nan(x**3, y))),
+    # a pole where an input is 0: computed as written there (0 * inf has no value)
+    (y * sympy.exp(x) / x, sympy.Piecewise(
+        (y * sympy.exp(x) / x, sympy.Eq(x, 0)),
+        (mul_no_nan(sympy.exp(x), mul_no_nan(1 / x, y)), True))),
+    # Lennard-Jones: 4*eps*s*(s - 1), s = (sigma/r)**6
+    (4 * y * (d / r)**6 * ((d / r)**6 - 1), sympy.Piecewise(
+        (4 * y * (d / r)**6 * ((d / r)**6 - 1), sympy.Eq(r, 0)),
+        (mul_no_nan(4 * (d / r)**6 - 4, mul_no_nan((d / r)**6, y)), True))),
 ]
 NO_ZERO_FACTORS = [
-    y * sympy.exp(x) / x,  # a pole: at x = y = 0 there is no value
+    y * d / r,  # a pole alone does not overflow where the inputs are normal
+    y * sympy.exp(x) / (x - r),  # a pole that is not an input's zero: no value there
     y * sympy.floor(x),  # cannot overflow
     y * sigmoid(x) * sigmoid(-x),  # bounded
     y * sympy.log(x),  # log has a singular point
@@ -1419,6 +1430,51 @@ def test_zero_factors(expr, want):
 @pytest.mark.parametrize("expr", NO_ZERO_FACTORS, ids=str)
 def test_zero_factors_leave_poles_bounded_rests_and_dependent_factors(expr):
     assert guards.zero_factors(expr, {x, y, d, r}) == (expr, ())
+
+
+def test_split_differences_halve_a_scaled_difference_of_inputs():
+    """-d*(x - r) (Morse's exponent): where |x - r| > 1 it is -2*d*(x/2 - r/2), whose
+    halves cannot overflow; a difference with no input scale, or of non-inputs, stays."""
+    got, used = guards.split_differences(-d * (x - r), {x, y, d, r})
+    assert used == ("split_difference",)
+    assert got == sympy.Piecewise((-2 * d * (x / 2 - r / 2), sympy.Abs(x - r) > 1),
+                                  (-d * (x - r), True))
+    for same in (x - r, 2 * (x - r), d * (x**2 - r), d * (x - 1)):
+        assert guards.split_differences(same, {x, y, d, r}) == (same, ())
+
+
+def test_potentials_are_finite_where_products_and_differences_overflow(tf, build):
+    """Lennard-Jones and Morse where an intermediate overflows but the value does not:
+    4*eps*(s**2 - s) is computed as (eps*s)*(4*s - 4) with eps = 0 a zero factor (was
+    NaN at r = 1.2e-38, sigma = 3.4e38, eps = 0, and its gradient at r = sigma = eps =
+    1.2e-38 was NaN, exact -24); at r = 0 with eps = 0 it has no value and stays NaN.
+    Morse's -width*(r - r0) halves the difference (was -inf at r = -r0 = -3.4e38)."""
+    module = build(
+        "version: 1\nmodule: potentials_edge\nops:\n  - name: lj\n"
+        "    inputs: {r: [null], sigma: [], eps: []}\n"
+        "    where: {s6: (sigma / r)**6}\n"
+        "    output: 4 * eps * (s6**2 - s6)\n"
+        "  - name: morse\n    inputs: {r: [null], r0: [], depth: [], width: []}\n"
+        "    output: depth * (1 - exp(-width * (r - r0)))**2\n", audit=False)
+    tiny, top = np.finfo(np.float32).tiny, np.finfo(np.float32).max
+
+    def value_and_grads(f, *args):
+        args = [tf.constant(a, tf.float32) for a in args]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            value = f(*args)
+        return [value.numpy()] + [g.numpy() for g in tape.gradient(value, args)]
+
+    value, gr, gs, _ = value_and_grads(module.lj, [tiny, tiny, 0.0], top, 0.0)
+    assert value.tolist()[:2] == [0.0, 0.0] and np.isnan(value[2])  # no value at r = 0
+    assert gr.tolist()[:2] == [0.0, 0.0] and np.isnan(gr[2])
+    assert np.isnan(gs)  # the sum over r holds the r = 0 element's NaN
+    value, gr, gs, ge = value_and_grads(module.lj, [tiny], tiny, tiny)
+    np.testing.assert_allclose([value[0], gr[0], gs, ge], [0.0, -24.0, 24.0, 0.0],
+                               rtol=1e-6, atol=1e-30)
+    # Morse at r = -r0 = -3.4e38, width = depth = 1.2e-38: u = -width*(r - r0) = 8
+    value, _, _, gd, _ = value_and_grads(module.morse, [-top], top, tiny, tiny)
+    np.testing.assert_allclose([value[0] / tiny, gd], [np.expm1(8.0)**2] * 2, rtol=1e-5)
 
 
 def test_a_zero_weight_makes_an_overflowing_product_zero_at_every_order(tf, build):

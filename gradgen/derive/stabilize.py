@@ -30,6 +30,23 @@ def rewritten(d: Derivation, expr):
     return d.applied(stable.rewrite(expr.xreplace(d.rename), d.rules))
 
 
+def factored(expr):
+    """``factor_terms(expr)`` (common factors pulled out of sums) where it has no more
+    operations than ``expr``; else ``expr``.
+
+    A common factor taken out is applied once, to the sum, after the scale that
+    multiplies the sum: ``4*eps*(s**2 - s)`` is ``4*eps*s*(s - 1)``, which the CSE computes
+    as ``eps * s`` first, so that neither ``s**2`` (inf where ``s`` > 1.8e19 in float32)
+    nor ``eps * s`` of the written form's order overflows where the value is finite; its
+    derivative ``24*eps*s*(1 - 2*s)/r`` keeps ``eps * s`` too (Lennard-Jones' gradient
+    at r = sigma = eps = 1.2e-38 is -24, where ``12*(sigma/r)**12/r`` as differentiated
+    overflows)."""
+    if expr.is_Atom:
+        return expr
+    pulled = sympy.factor_terms(expr)
+    return pulled if sympy.count_ops(pulled) <= sympy.count_ops(expr) + 1 else expr
+
+
 def simplify_partial(
     expr: sympy.Basic, rules: tuple[stable.Rule, ...] = stable.RULES
 ) -> tuple[sympy.Basic, tuple[str, ...]]:
@@ -49,9 +66,12 @@ def simplify_partial(
     expr, used = stable.rewrite(expr, rules)
     if expr.is_Atom:
         return expr, used
-    candidates = [(expr, used), stable.rewrite(sympy.factor_terms(expr), rules)]
-    expr, used = min(candidates,
-                     key=lambda c: (sympy.count_ops(c[0]), sympy.default_sort_key(c[0])))
+    pulled, also = stable.rewrite(sympy.factor_terms(expr), rules)
+    # ties go to the factored form: its common factor is applied once, after the sum
+    expr = min(pulled, expr,
+               key=lambda c: (sympy.count_ops(c), c is not pulled, sympy.default_sort_key(c)))
+    if expr is pulled:
+        used = tuple(sorted(set(used) | set(also)))
     expr = guards.bottom_up(expr, _root_quotients)
     return guards.bottom_up(expr, _cancelled_powers), used
 
@@ -105,10 +125,14 @@ def finalize(d: Derivation, expr, partial: bool = False):
     dtype = d.program.dtype
     if partial:
         expr = d.applied(guards.zero_subgradients(expr))
+    else:
+        expr = factored(expr)
     expr = d.applied(guards.removable_singularities(expr, dtype))
     expr = d.applied(guards.split_exponentials(expr, dtype))
     expr = d.applied(guards.guard_branches(guards.kinks_to_piecewise(expr)))
     expr = d.applied(guards.vanishing_products(expr, dtype))
-    expr = d.applied(guards.zero_factors(expr, {v.symbol for v in d.program.inputs}))
+    inputs = {v.symbol for v in d.program.inputs}
+    expr = d.applied(guards.split_differences(expr, inputs))
+    expr = d.applied(guards.zero_factors(expr, inputs))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

@@ -36,10 +36,14 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   overflows for large inputs (``x**3 * exp(-x**2)``; tanh-GELU's derivative) is
   ``mul_no_nan(rest, decaying)``: 0 where the decaying factor is 0, where the product
   as written is 0 * inf = NaN and its exact value is 0.
-* :func:`zero_factors`: a product of input factors ``a`` and a rest with no pole that
-  can overflow is ``mul_no_nan(rest, a)``: 0 where ``a`` is 0 (``depth *
-  expm1(-width*(r - r0))**2`` at depth = 0 and an overflowing rest: was NaN), the
-  input factors multiplied together first.
+* :func:`split_differences`: ``w * (a - b)`` of inputs is ``w * (a/2 - b/2) * 2``
+  where ``|a - b| > 1``: ``a - b`` can overflow, the halves cannot (Morse's ``-width *
+  (r - r0)`` at r = -r0 = -3.4e38, width = 1.2e-38: was -inf).
+* :func:`zero_factors`: a product of input factors ``a`` and a rest that can overflow
+  (with poles only where an input is 0) is ``mul_no_nan(Q, mul_no_nan(P, a))``, ``P``
+  the rest's powers and ``Q`` its other factors: 0 where ``a`` is 0 (``depth *
+  expm1(-width*(r - r0))**2`` at depth = 0 and an overflowing rest: was NaN), and as
+  written at a pole, where 0 * inf has no value.
 * :func:`exponent_logs`: ``xlogy(k, x)`` in an exponential's argument is
   ``mul_no_nan(log(x), k)``: the same value, with a second derivative in ``k`` that is
   right in TensorFlow.
@@ -70,7 +74,7 @@ from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, singular_limits
-from .products import vanishing_products, zero_factors
+from .products import split_differences, vanishing_products, zero_factors
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
 from .taylor import taylor_plan
@@ -97,6 +101,7 @@ __all__ = [
     "derivative",
     "taylor_plan",
     "vanishing_products",
+    "split_differences",
     "zero_factors",
     "zero_subgradients",
 ]

@@ -46,8 +46,10 @@ GUARDS = {
     "0, with an exact second derivative in k",
     "split_exponential": "exp(u) = exp(u/2)**2, each half meeting the rest, where exp(u) "
     "overflows but the value does not (expm1(x)/x for 88.7 < x < 93.2 in float32)",
-    "zero_factor": "mul_no_nan(R, a): 0 where the input factors a are 0 and the rest R, "
-    "with no pole, overflows (0 * inf, exactly 0)",
+    "zero_factor": "mul_no_nan(R, a): 0 where the input factors a are 0 and the rest R "
+    "overflows (0 * inf, exactly 0); a meets R's powers first; as written at R's poles",
+    "split_difference": "w*(a - b) as w*(a/2 - b/2)*2 where |a - b| > 1 (a - b may "
+    "overflow, the halves cannot)",
     "double_where": "where() branches evaluated at safe inputs where not selected",
     "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
     "0 and the polynomial R overflows (0 * inf, exactly 0)",

@@ -1,4 +1,9 @@
-"""Vanishing products: ``mul_no_nan(rest, decaying)`` where a factor that decays
+"""Products and differences that overflow into NaN or inf where the value is finite:
+:func:`vanishing_products` (below), :func:`zero_factors` (an input factor that is 0
+beside an overflowing rest) and :func:`split_differences` (``w * (a - b)`` where ``a -
+b`` overflows).
+
+Vanishing products: ``mul_no_nan(rest, decaying)`` where a factor that decays
 exponentially underflows to 0 and the rest overflows.
 
 Receives: a real elementwise SymPy expression ready to print and the op's dtype. Returns
@@ -228,18 +233,30 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
 
 
 def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``a * R`` -> ``mul_no_nan(R, a)`` where ``a`` is the product of the factors that
-    are inputs of the op and that the rest ``R`` does not otherwise hold (``depth``,
-    not ``width``, in ``depth * width * exp(-width * t)``), and ``R`` is finite for
-    every finite input (no pole: :func:`_entire`) and can overflow
-    (:func:`_can_overflow`): where ``a`` is 0 the exact product is 0, where ``R`` as
-    computed may be inf (``depth * expm1(-width * (r - r0))**2`` at depth = 0, width =
-    3.4e38: 0 * inf = NaN). ``a`` meets the rest last: ``depth * (2 * width * exp(t) *
-    expm1(t))`` is 2.3e4 at depth = 3.4e38, width = -1.2e-38, where depth times the
-    exponentials overflowed. (Multiplying the inputs first, ``depth * width``, was
-    measured worse: inf * 0 = NaN at depth = width = 3.4e38, r = r0, 11 of 133 points in
-    the Morse audit, where ``width * (...)`` underflows at 1 point.) Where ``R`` has a
-    pole (``eps / r``), the product at ``eps = r = 0`` has no value, and NaN stays.
+    """``a * P * Q`` -> ``mul_no_nan(Q, mul_no_nan(P, a))`` where ``a`` is the product
+    of the factors that are inputs of the op and that the rest does not otherwise hold
+    (``depth``, not ``width``, in ``depth * width * exp(-width * t)``), ``P`` the powers
+    in the rest (its monomial part: ``(sigma/r)**6``), ``Q`` its other factors (sums,
+    functions, inputs, the constant), and the rest can overflow where the inputs are
+    finite (:func:`_can_overflow`): where ``a`` is 0 the exact product is 0, where the
+    rest as computed may be inf (``depth * expm1(-width * (r - r0))**2`` at depth = 0,
+    width = 3.4e38: 0 * inf = NaN). With no power (or nothing else), ``mul_no_nan(rest,
+    a)``.
+
+    The order is part of the guard. ``a`` meets the powers first and the sums last: in
+    Lennard-Jones' ``4*eps*s*(s - 1)`` with ``s = (sigma/r)**6``, ``eps * s`` is finite
+    where ``s - 1`` is inf (eps = 0, r = 1.2e-38, sigma = 3.4e38), and brings a large
+    ``s`` back before ``s - 1`` multiplies it. An input in the rest meets ``a`` last:
+    ``depth * (2 * width * exp(t) * expm1(t))`` is 2.3e4 at depth = 3.4e38, width =
+    -1.2e-38, where depth times the exponentials overflowed. (Multiplying the inputs
+    first, ``depth * width``, was measured worse: inf * 0 = NaN at depth = width =
+    3.4e38, r = r0, 11 of 133 points in the Morse audit, where ``width * (...)``
+    underflows at 1 point.)
+
+    The rest may have poles where an input is 0 (``r**-6``), and nowhere else
+    (:func:`_poles`). At a pole the product has no value where ``a`` is 0 (0 * inf), so
+    there it is computed as written, NaN (``tf.where(tf.equal(r, 0.0), ...)``). A pole
+    alone does not count as overflow: ``eps * sigma / r`` is left as it is.
 
     Args:
         expr: a real elementwise value or partial, ready to print.
@@ -258,38 +275,73 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         rest = sympy.Mul(*[a for a in e.args if a not in scale])
         if not scale or rest.is_number:
             return None
-        if not (_entire(rest, inputs) and _can_overflow(rest)):
+        poles = _poles(rest, inputs)
+        if poles is None or not _can_overflow(_without_poles(rest, poles)):
             return None
         used.add("zero_factor")
-        return mul_no_nan(rest, sympy.Mul(*scale))
+        guarded = _scaled_last(rest, sympy.Mul(*scale))
+        if not poles:
+            return guarded
+        at_pole = sympy.Or(*[sympy.Eq(p, 0) for p in sorted(poles, key=str)])
+        return sympy.Piecewise((e, at_pole), (guarded, True))
 
     out = bottom_up(expr, fix)
     return out, tuple(sorted(used))
+
+
+def _scaled_last(rest, a):
+    """``mul_no_nan(Q, mul_no_nan(P, a))`` for the powers ``P`` of ``rest`` and its
+    other factors ``Q``; ``mul_no_nan(rest, a)`` where either is only numbers."""
+    factors = sympy.Mul.make_args(rest)
+    powers = [f for f in factors if isinstance(f, sympy.Pow) and not f.base.is_number]
+    others = [f for f in factors if f not in powers]
+    if not powers or all(f.is_number for f in others):
+        return mul_no_nan(rest, a)
+    return mul_no_nan(sympy.Mul(*others), mul_no_nan(sympy.Mul(*powers), a))
 
 
 # Declared functions of the whole real line that are not finite everywhere on it.
 _POLES = (Recip, Ratio, xdivy, nan_outside)
 
 
-def _entire(e, inputs) -> bool:
-    """Whether ``e`` is finite wherever the op's ``inputs`` are: numbers, inputs, sums,
-    products, powers with non-negative integer exponents, and functions declared on
-    the whole real line with no singular point, of such. Another symbol (a `where`
-    name, a node) may stand for a pole (``t = 1/x``): not entire."""
+def _poles(e, inputs) -> frozenset | None:
+    """The inputs at whose zero ``e`` has a pole (``r`` in ``sigma**6 * r**-6``), where
+    ``e`` is finite wherever the op's ``inputs`` are finite and not those zeros:
+    numbers, inputs, sums, products, integer powers (negative ones of an input alone),
+    and functions declared on the whole real line with no singular point, of such;
+    None for anything else. Another symbol (a `where` name, a node) may stand for a pole
+    (``t = 1/x``): None."""
     if e.is_Atom:
-        return e in inputs if e.is_Symbol else e.is_finite is not False
+        if e.is_Symbol:
+            return frozenset() if e in inputs else None
+        return frozenset() if e.is_finite is not False else None
     if isinstance(e, sympy.Pow):
-        return e.exp.is_Integer and e.exp >= 0 and _entire(e.base, inputs)
-    if isinstance(e, (sympy.Add, sympy.Mul)):
-        return all(_entire(a, inputs) for a in e.args)
+        if not e.exp.is_Integer:
+            return None
+        if e.exp < 0:
+            return frozenset([e.base]) if e.base in inputs else None
+        return _poles(e.base, inputs)
     if isinstance(e, sympy.Piecewise):
-        return all(_entire(v, inputs) for v, _ in e.args)
-    if isinstance(e, sympy.Function) and not isinstance(e, _POLES):
+        parts = [v for v, _ in e.args]
+    elif isinstance(e, (sympy.Add, sympy.Mul)):
+        parts = e.args
+    elif isinstance(e, sympy.Function) and not isinstance(e, _POLES):
         declared = of_class(type(e))
         if declared is None or declared.domain != S.Reals or declared.singular:
-            return False
-        return all(_entire(a, inputs) for a in e.args)
-    return False
+            return None
+        parts = e.args
+    else:
+        return None
+    found = [_poles(a, inputs) for a in parts]
+    return None if any(f is None for f in found) else frozenset().union(*found)
+
+
+def _without_poles(e, poles):
+    """``e`` with each negative power of an input in ``poles`` replaced by 1."""
+    if not poles:
+        return e
+    return e.replace(lambda f: isinstance(f, sympy.Pow) and f.base in poles
+                     and f.exp.is_negative, lambda f: S.One)
 
 
 # Functions that overflow at finite arguments (faster than any polynomial).
@@ -324,3 +376,56 @@ def _unbounded(e) -> bool:
     if isinstance(e, sympy.Function) and not isinstance(e, sympy.Piecewise):
         return _bound(e) is None
     return True
+
+
+def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``w * (a - b) * c`` -> ``Piecewise((w*(a/2 - b/2)*c*2, |a - b| > 1), (w*(a - b)*c,
+    True))`` for inputs ``a``, ``b`` and ``w`` (``c``: the other factors): ``a - b``
+    can overflow (``r - r0`` at r = -3.4e38, r0 = 3.4e38 in float32) though ``w * (a -
+    b)`` is finite (width = 1.2e-38 in Morse's ``-width * (r - r0)``: -8). The halves
+    cannot overflow, and the 2 comes last: it overflows only where the exact product
+    does. Halving is exact but for subnormal numbers (``a/2`` rounds where ``a`` is the
+    smallest one), where ``|a - b| > 1`` says one of ``a`` and ``b`` is above 1/2, so the
+    other's rounding is far below the difference's ulp; elsewhere the form as written
+    stays. ``w`` is an input factor that neither ``a`` nor ``b`` is, and stays a factor
+    (for :func:`zero_factors`). Source: the scaling of LAPACK's ``dlapy2``/``hypot``,
+    by a power of 2 that is exact.
+
+    Args:
+        expr: a real elementwise value or partial, ready to print.
+        inputs: the op's input symbols.
+
+    Returns:
+        The expression and the guard's name (``split_difference``) where it applied.
+    """
+    used = set()
+
+    def fix(e):
+        if not isinstance(e, sympy.Mul):
+            return None
+        for s in e.args:
+            pair = _input_difference(s, inputs)
+            if pair is None or not any(f in inputs and f not in pair for f in e.args):
+                continue
+            a, b = pair
+            rest = [f for f in e.args if f is not s]
+            used.add("split_difference")
+            # a number times a sum alone would be distributed (2*(a/2 - b/2) is a - b);
+            # the input w keeps the product a product
+            return sympy.Piecewise(
+                (sympy.Mul(2, *rest, a / 2 - b / 2), sympy.Abs(a - b) > 1), (e, True))
+        return None
+
+    out = bottom_up(expr, fix)
+    return out, tuple(sorted(used))
+
+
+def _input_difference(s, inputs):
+    """``(a, b)`` where ``s`` is ``a - b`` for two inputs ``a`` and ``b``; else None."""
+    if not (isinstance(s, sympy.Add) and len(s.args) == 2):
+        return None
+    plus = [t for t in s.args if t in inputs]
+    minus = [-t for t in s.args if -t in inputs]
+    if len(plus) == 1 and len(minus) == 1:
+        return plus[0], minus[0]
+    return None
