@@ -585,18 +585,22 @@ def _polar_backward(x, y, upstream_r, upstream_theta):
     r_safe = tf.where(r_nonzero, r, 1.0)
     t = x * x + y * y
     t_nonzero = tf.math.not_equal(t, 0.0)
-    t_1 = upstream_theta * tf.where(t_nonzero, 1.0 / tf.where(t_nonzero, t, 1.0), 0.0)
+    t_safe = tf.where(t_nonzero, t, 1.0)
     # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(x) = -y/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
     grad_x = _unbroadcast(
-        -t_1 * y + upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0), x
+        upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0)
+        - upstream_theta * tf.where(t_nonzero, (y / t_safe), 0.0),
+        x,
     )
     # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(y) = x/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
     grad_y = _unbroadcast(
-        t_1 * x + upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0), y
+        upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0)
+        + upstream_theta * tf.where(t_nonzero, (x / t_safe), 0.0),
+        y,
     )
     return grad_x, grad_y
 

@@ -221,24 +221,26 @@ def _polar_vjp(x, y):
     theta = tf.math.atan2(y, x)
 
     def grad(upstream_r, upstream_theta):
-        r_nonzero = tf.math.not_equal(r, 0.0)
-        r_safe = tf.where(r_nonzero, r, 1.0)
         r2 = x * x + y * y
         r2_nonzero = tf.math.not_equal(r2, 0.0)
-        t = upstream_theta * tf.where(
-            r2_nonzero, 1.0 / tf.where(r2_nonzero, r2, 1.0), 0.0
-        )
+        r2_safe = tf.where(r2_nonzero, r2, 1.0)
+        r_nonzero = tf.math.not_equal(r, 0.0)
+        r_safe = tf.where(r_nonzero, r, 1.0)
         # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_x = _unbroadcast(
-            -t * y + upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0), x
+            upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0)
+            - upstream_theta * tf.where(r2_nonzero, (y / r2_safe), 0.0),
+            x,
         )
         # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
         # d(theta)/d(y) = x/r2  (polar.outputs.theta)
         #   unbroadcast [None] from [None]: axes from run-time shapes
         grad_y = _unbroadcast(
-            t * x + upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0), y
+            upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0)
+            + upstream_theta * tf.where(r2_nonzero, (x / r2_safe), 0.0),
+            y,
         )
         return grad_x, grad_y
 

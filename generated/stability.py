@@ -1014,13 +1014,13 @@ def _angle_vjp(x, y):
     def grad(upstream):
         t = x * x + y * y
         t_nonzero = tf.math.not_equal(t, 0.0)
-        t_1 = upstream * tf.where(t_nonzero, 1.0 / tf.where(t_nonzero, t, 1.0), 0.0)
+        t_safe = tf.where(t_nonzero, t, 1.0)
         # d(out)/d(x) = -y/(x**2 + y**2)  (angle.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(-t_1 * y, x)
+        grad_x = _unbroadcast(-upstream * tf.where(t_nonzero, (y / t_safe), 0.0), x)
         # d(out)/d(y) = x/(x**2 + y**2)  (angle.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(t_1 * x, y)
+        grad_y = _unbroadcast(upstream * tf.where(t_nonzero, (x / t_safe), 0.0), y)
         return grad_x, grad_y
 
     return out, grad

@@ -411,8 +411,6 @@ KNOWN_WORSE = {
     "(3.7 bits at r = 485), tf.math.pow within one; kept because a power split into "
     "products keeps a product in range where one pow overflows (x**20 * exp(-x) is 22 "
     "at x = 86 in float32, where x**20 is inf)",
-    ("stability", "angle"): "CSE shares 1/(x**2 + y**2) between the two partials: it "
-    "underflows to 0 at x = -1.7e19 where -y/(x**2 + y**2) is 1.3e-36",
 }
 
 

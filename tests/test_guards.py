@@ -20,7 +20,7 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Square, expm1, log1p, logsumexp, mul_no_nan, sigmoid, softplus, xdivy,
+    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, sigmoid, softplus, xdivy,
     xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
@@ -77,11 +77,16 @@ def test_zero_subgradients_trusts_conditions_that_exclude_zero(cond, proves_nonz
 def test_zero_subgradients_norm_factor():
     s = x**2 + y**2
     out, used = guards.zero_subgradients(x / s)
-    assert (out, used) == (x * Piecewise((1 / s, Ne(s, 0)), (0, True)), ("norm_zero",))
+    # x, a component of the squared norm, is paired with it: x/s's derivative is then
+    # 1/s - 2*(x/s)*x/s, not 1/s - 4*x**2*(1/s)**2 ((1/s)**2 underflows at x = 1e10)
+    assert (out, used) == (Piecewise((Ratio(x, s), Ne(s, 0)), (0, True)), ("norm_zero",))
     # elsewhere the value is unchanged
     point = {x: Rational(3, 7), y: Rational(-2, 5)}
-    assert (out.subs(point) - (x / s).subs(point)) == 0
+    assert (out.subs(point).replace(Ratio, lambda a, b: a / b) - (x / s).subs(point)) == 0
     assert out.subs({x: 0, y: 0}) == 0
+    # a factor that is not a component keeps the reciprocal
+    out, _ = guards.zero_subgradients(sympy.sin(x) / s)
+    assert out == sympy.sin(x) * Piecewise((1 / s, Ne(s, 0)), (0, True))
 
 
 # ------------------------------------------------------------ guard_branches

@@ -324,6 +324,11 @@ MORE_FORMS = {
         (x**2 * x**y * z, x ** (y + 2) * z),
         (x**y * z**y, None),
         (2**y * 2**sympy.pi, None),
+        # across an xdivy: x**(2y)'s second derivative as the quotient rule leaves it
+        (fn.xdivy(-y, x**(2 - 4 * y)) * (1 - 2 * y) * x**(-2 * y),
+         fn.xdivy(-y, x**(2 - 2 * y)) * (1 - 2 * y)),
+        (fn.xdivy(y, x**2) * x * z, fn.xdivy(y, x) * z),
+        (fn.xdivy(y, z**2) * x, None),
     ],
     "hypot": [(sqrt(x**2 - 1), None), (sqrt(x**2 + 4), fn.hypot(2, x))],
     "removable_fill": [

@@ -2,7 +2,7 @@
 
 | rule | identity | domain | fails at | source |
 | --- | --- | --- | --- | --- |
-| `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
+| `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent; xdivy(k, x^a) · x^b = xdivy(k, x^(a − b)) | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0; the second derivative of x^(2y) as xdivy(−y, x^(2 − 4y)) · (1 − 2y) · x^(−2y) is −0 · inf at x = 1e-20 in float32 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
 | `exp_log_power` | exp(k · log(x)) = x^k (not with another term b: x^k · exp(b) overflows apart, where exp(k · log(x) + b) is finite) | x > 0 (as written); extends it: x^k is finite for x < 0 with an integer k, and 0^0 = 1 where k · log(0) = 0 · −inf is NaN | naive: the derivative p · exp(p log x) / x is 0/0 at x = 0 | Herbie `exp-to-pow` (src/core/rules.rkt) |
 | `exp_power` | exp(k · log(x) + b) · x^m = exp((k + m) · log(x) + b); · xdivy(c, x) = mul_no_nan(exp((k − 1) · log(x) + b), c); a sum beside it with such a term that is inf at 0 multiplied out | x ≥ 0 (as written); at x = 0 the limit, with 0^0 = 1 (xlogy) | naive: the derivative exp(k log x + b) · k / x is 0 · inf at x = 0 | the same identity as `exp_log_power`, kept in log space (`exp_mul`'s reason) |
 | `power_zero_coefficient` | k · x^e = xdivy(k, x^(−e)) when e is negative where k = 0 (p · x^(p − 1) = xdivy(p, x^(1 − p))) | real x ≥ 0; equal wherever the left side is finite, and 0 where k = 0 (there x^(e + 1) is x^0 = 1, a constant) | naive: d(x^p)/dx at p = 0, x = 0 is 0 · 0^(−1) = 0 · inf = NaN, but x^0 = 1 has derivative 0 | TF `xdivy`; JAX `xlogy`/`xlog1py` zero conventions |
@@ -27,6 +27,9 @@ def _power_product(expr):
     # or an irrational constant
     if not isinstance(expr, sympy.Mul):
         return None
+    merged = _xdivy_power_product(expr)
+    if merged is not None:
+        return merged
     powers: dict = {}
     for f in expr.args:
         base, exponent = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, S.One)
@@ -45,6 +48,30 @@ def _power_product(expr):
                 if (f.base if isinstance(f, sympy.Pow) else f) != base
             ]
             return sympy.Mul(sympy.Pow(base, sympy.Add(*exponents)), *rest)
+    return None
+
+
+def _xdivy_power_product(expr):
+    """``xdivy(k, x**a) * x**b * ...`` as ``xdivy(k, x**(a - b)) * ...``: the powers of
+    one base on both sides of a quotient merged, as SymPy merges them in a plain
+    product (it does not look inside ``xdivy``). The quotient rule's form of the
+    derivative of ``xdivy(y, x**(1 - 2y))`` (``x**(2y)``'s first partial) is
+    ``xdivy(-y, x**(2 - 4y)) * (1 - 2y) * x**(-2y)``: NaN at x = 1e-20, y = 1.5 in
+    float32 (``x**-4`` is inf, ``x**-3`` inf: -0 * inf), where the merged
+    ``xdivy(-y, x**(2 - 2y))`` is 3e-20. Equal wherever both sides are finite, and 0
+    where ``k`` is; None where nothing merges."""
+    for f in expr.args:
+        if not isinstance(f, xdivy):
+            continue
+        k, below = f.args
+        base, a = below.as_base_exp()
+        if base.is_number:
+            continue
+        same = [g for g in expr.args if g is not f and g.as_base_exp()[0] == base]
+        if same:
+            b = sympy.Add(*(g.as_base_exp()[1] for g in same))
+            rest = [g for g in expr.args if g is not f and g not in same]
+            return sympy.Mul(xdivy(k, sympy.Pow(base, a - b)), *rest)
     return None
 
 

@@ -103,13 +103,18 @@ def _unit_components(e, known, excluded, used):
     rest`` (a :class:`~gradgen.functions.Ratio`: the unit vector's component, bounded
     by 1), so that its derivatives pair each ``x`` with an ``h`` (``(x/h)*(y/h)/h``, not
     ``x*y/h**3``, whose ``h**3`` overflows or underflows first: the Hessian of a norm
-    at 1e-20 in float32)."""
+    at 1e-20 in float32). Likewise ``x * s**-1`` for a squared norm ``s = x**2 + ...``:
+    the derivative of ``x/s`` is ``1/s - 2*(x/s)*x/s``, not ``1/s - 4*x**2*(1/s)**2``,
+    whose ``(1/s)**2`` underflows first (``log(x**2 + y**2)``'s second derivative at x
+    = 1e10 in float32: 1/s**2 = 1e-40 is subnormal, and the result had the wrong
+    sign)."""
     factors = list(e.args)
     for f in factors:
-        if not (isinstance(f, sympy.Pow) and f.exp == -1 and isinstance(f.base, hypot)
+        if not (isinstance(f, sympy.Pow) and f.exp == -1
+                and isinstance(f.base, (hypot, sympy.Add))
                 and singular_factor(f, known, excluded) == "norm_zero"):
             continue
-        x = next((a for a in factors if a in f.base.args), None)
+        x = next((a for a in factors if _component(a, f.base)), None)
         if x is None:
             continue
         used.add("norm_zero")
@@ -118,6 +123,15 @@ def _unit_components(e, known, excluded, used):
         unit = sympy.Piecewise((Ratio(x, f.base), sympy.Ne(f.base, 0)), (0, True))
         return sympy.Mul(unit, *factors)
     return e
+
+
+def _component(x, s) -> bool:
+    """Whether ``x`` is an argument of the norm ``s = hypot(x, ...)``, or ``x**2`` (times
+    a positive number) a term of the squared norm ``s = x**2 + ...``."""
+    if isinstance(s, hypot):
+        return x in s.args
+    return not x.is_number and any(
+        (t / x**2).is_number and (t / x**2).is_positive for t in s.args)
 
 
 def zero_subgradients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
