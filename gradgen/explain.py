@@ -117,6 +117,10 @@ def _orders(op, audited: bool) -> list[str]:
         lines.append(f"  order {k}: derived ({level.impl[1:-len('_vjp')]}: "
                      f"{len(level.partials)} partial derivatives of the order-{k - 1} "
                      "gradient)")
+        for p in level.partials:  # the points filled with a limit, as at order 1
+            if p.limits:
+                lines.append(f"    d({p.output})/d({p.wrt}):")
+                lines += [f"      {point}" for point in p.limits]
         audit = _audit(level) if audited else None
         if audit is not None:
             from .stability.audit.report import explain_lines

@@ -297,3 +297,18 @@ def test_each_derived_order_is_audited_and_explained(tmp_path):
     shown = explain_spec(str(spec))
     assert "order 2: derived (softplus_grad: 2 partial derivatives" in shown
     assert "accuracy audit of order 2:" in shown
+
+
+def test_explain_lists_the_limits_filled_at_each_derived_order(tmp_path):
+    """acos(x)**2: its first partial is filled with -2 at 1 (singular_limit), so its
+    second is the limit of the formula's derivative there, 2/3: explain says so under
+    order 2, as it does for order 1's points."""
+    from gradgen.explain import explain_spec
+
+    spec = tmp_path / "limits.yaml"
+    spec.write_text("version: 1\nmodule: limits\ndtype: float64\nops:\n  - name: acos_sq\n"
+                    "    order: 2\n    inputs: {x: [null]}\n    output: acos(x)**2\n")
+    shown = explain_spec(str(spec))
+    order2 = shown[shown.index("order 2: derived"):]
+    assert "d(grad_x)/d(x):" in order2
+    assert "at x = 1: 2*upstream/3" in order2 and "at x = -1: oo*upstream" in order2
