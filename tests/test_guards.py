@@ -1448,6 +1448,19 @@ def test_split_differences_halve_a_scaled_difference_of_inputs():
         assert guards.split_differences(same, {x, y, d, r}) == (same, ())
 
 
+def test_split_gaussians_give_each_factor_of_the_power_its_share():
+    """(x - r)**2 * exp(-y*(x - r)**2) (a Gaussian kernel's derivative in its width y):
+    each x - r takes half the exponential, and the exponent is (y*(x - r))*(x - r)."""
+    b = x - r
+    got, used = guards.split_gaussians(-b**2 * sympy.exp(-y * b**2))
+    assert used == ("split_gaussian",)
+    half = sympy.exp(-mul_no_nan(b, y) * b / 2)
+    assert got == -Square(mul_no_nan(b, half))
+    # an exponent that is not a multiple of the power, or a first power: left alone
+    for other in (b**2 * sympy.exp(-y * b), b * sympy.exp(-y * b), b**2 * sympy.exp(y)):
+        assert guards.split_gaussians(other) == (other, ())
+
+
 def test_potentials_are_finite_where_products_and_differences_overflow(tf, build):
     """Lennard-Jones and Morse where an intermediate overflows but the value does not:
     4*eps*(s**2 - s) is computed as (eps*s)*(4*s - 4) with eps = 0 a zero factor (was
@@ -1460,7 +1473,9 @@ def test_potentials_are_finite_where_products_and_differences_overflow(tf, build
         "    where: {s6: (sigma / r)**6}\n"
         "    output: 4 * eps * (s6**2 - s6)\n"
         "  - name: morse\n    inputs: {r: [null], r0: [], depth: [], width: []}\n"
-        "    output: depth * (1 - exp(-width * (r - r0)))**2\n", audit=False)
+        "    output: depth * (1 - exp(-width * (r - r0)))**2\n"
+        "  - name: rbf\n    inputs: {x: [null], c: [], gamma: []}\n"
+        "    output: exp(-gamma * (x - c)**2)\n", audit=False)
     tiny, top = np.finfo(np.float32).tiny, np.finfo(np.float32).max
 
     def value_and_grads(f, *args):
@@ -1480,6 +1495,16 @@ def test_potentials_are_finite_where_products_and_differences_overflow(tf, build
     # Morse at r = -r0 = -3.4e38, width = depth = 1.2e-38: u = -width*(r - r0) = 8
     value, _, _, gd, _ = value_and_grads(module.morse, [-top], top, tiny, tiny)
     np.testing.assert_allclose([value[0] / tiny, gd], [np.expm1(8.0)**2] * 2, rtol=1e-5)
+    # the kernel's derivative in gamma, -(x - c)**2 * exp(-gamma*(x - c)**2): -0 where
+    # (x - c)**2 is inf and the exponential 0 (was NaN); -7.6e-13 at x - c = 1e20,
+    # gamma = 1.2e-38, where (x - c)**2 overflows and the exponent is -120
+    _, _, _, gg = value_and_grads(module.rbf, [-top, 1e20], 0.0, 1.0)
+    assert gg == 0.0
+    _, _, _, gg = value_and_grads(module.rbf, [1e20], 0.0, float(tiny))
+    with mpmath.workdps(30):
+        b, g = mpmath.mpf(1e20), mpmath.mpf(float(tiny))
+        exact = float(-b**2 * mpmath.exp(-g * b**2))
+    np.testing.assert_allclose(gg, exact, rtol=1e-4)
 
 
 def test_a_zero_weight_makes_an_overflowing_product_zero_at_every_order(tf, build):

@@ -36,6 +36,9 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   overflows for large inputs (``x**3 * exp(-x**2)``; tanh-GELU's derivative) is
   ``mul_no_nan(rest, decaying)``: 0 where the decaying factor is 0, where the product
   as written is 0 * inf = NaN and its exact value is 0.
+* :func:`split_gaussians`: ``b**n * exp(k*g*b**n)`` is ``(b * exp(k*(g*b)*b**(n-1)/n))**n``:
+  each factor of the power takes its share of the exponential (a Gaussian kernel's
+  derivative in its width was inf * 0 = NaN where ``(x - c)**2`` overflows).
 * :func:`split_differences`: ``w * (a - b)`` of inputs is ``w * (a/2 - b/2) * 2``
   where ``|a - b| > 1``: ``a - b`` can overflow, the halves cannot (Morse's ``-width *
   (r - r0)`` at r = -r0 = -3.4e38, width = 1.2e-38: was -inf).
@@ -74,7 +77,7 @@ from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, singular_limits
-from .products import split_differences, vanishing_products, zero_factors
+from .products import split_differences, split_gaussians, vanishing_products, zero_factors
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
 from .taylor import taylor_plan
@@ -102,6 +105,7 @@ __all__ = [
     "taylor_plan",
     "vanishing_products",
     "split_differences",
+    "split_gaussians",
     "zero_factors",
     "zero_subgradients",
 ]

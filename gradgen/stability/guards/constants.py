@@ -48,6 +48,8 @@ GUARDS = {
     "overflows but the value does not (expm1(x)/x for 88.7 < x < 93.2 in float32)",
     "zero_factor": "mul_no_nan(R, a): 0 where the input factors a are 0 and the rest R "
     "overflows (0 * inf, exactly 0); a meets R's powers first; as written at R's poles",
+    "split_gaussian": "b**n * exp(k*g*b**n) as (b * exp(k*(g*b)*b**(n-1)/n))**n: each "
+    "factor of the power takes its share of the exponential (b**n may overflow)",
     "split_difference": "w*(a - b) as w*(a/2 - b/2)*2 where |a - b| > 1 (a - b may "
     "overflow, the halves cannot)",
     "double_where": "where() branches evaluated at safe inputs where not selected",
