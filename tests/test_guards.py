@@ -20,8 +20,8 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, sigmoid, softplus, xdivy,
-    xlog1py, xlogy,
+    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, sigmoid,
+    softplus, xdivy, xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
@@ -1314,14 +1314,16 @@ def test_the_audit_does_not_take_a_slow_pole_for_a_limit():
 
 
 def test_a_series_or_limit_sympy_cannot_take_is_no_fill_not_a_crash():
-    """A guard's relation inside a pole's expression (t*log(t/q) at order 3): SymPy's
-    series and limit raise AttributeError ('StrictGreaterThan' has no as_leading_term),
-    which was an internal error of the build."""
-    e = Guard(x, x > y, 1) / x
+    """A relation inside a pole's expression (a guard's, as t*log(t/q) at order 3 had):
+    SymPy's series and limit raise AttributeError ('StrictGreaterThan' has no
+    as_leading_term), which was an internal error of the build. A Guard itself now
+    means its input (where its branch is used), so a series sees x/x."""
+    e = nan_outside(x, x > y) / x
     assert taylor.taylor_polynomial(e, x, 4) is None
     assert singularities.limit_at_zero(e, x) is None
-    assert guards.singular_limits(1 / sqrt(Guard(x, x > y, 1)), {x}) == (
-        1 / sqrt(Guard(x, x > y, 1)), (), ())
+    assert guards.singular_limits(1 / sqrt(nan_outside(x, x > y)), {x}) == (
+        1 / sqrt(nan_outside(x, x > y)), (), ())
+    assert taylor.taylor_polynomial(Guard(x, x > y, 1) / x, x, 4) == 1
 
 
 # derivative: a point filled with a limit has the limit of the formula's derivative.
@@ -1550,3 +1552,23 @@ def test_a_rational_pole_that_cancels_is_cancelled_not_expanded():
     g = sympy.Symbol("g", real=True)
     out, _ = guards.removable_singularities(mul_no_nan(sin(x) / x, g))
     assert isinstance(out, mul_no_nan) and out.args[1] == g and out.args[0].has(Piecewise)
+
+
+def test_a_derived_fill_has_the_formulas_taylor_polynomial_beside_it():
+    """acos(x)**2's second derivative, filled with 2/3 at 1: beside 1, on the side the
+    limit came from (below: acos is not real above), its Taylor polynomial in 1 - x,
+    whose value tends to the fill; where(x == 1, 1, log(x)/(x - 1))'s derivative, real
+    on both sides, has one on both."""
+    found = []
+    d = guards.derivative(Piecewise((-2, Eq(x, 1)), (_ACOS_SLOPE, True)), x, found)
+    code = guards.polynomials_beside(d, found, "float64")
+    (pieces,) = [p for p in code.atoms(Piecewise) if len(p.args) == 3]
+    (fill, at), (polynomial, near), _ = pieces.args
+    assert (fill, at) == (S(2) / 3, Eq(x, 1))
+    assert polynomial.is_polynomial(x) and near.subs(x, 0.999) and not near.subs(x, 1.001)
+    assert abs(polynomial.subs(x, 1) - S(2) / 3) < 1e-12
+    found = []
+    d = guards.derivative(Piecewise((1, Eq(x, 1)), (sympy.log(x) / (x - 1), True)), x, found)
+    code = guards.polynomials_beside(d, found, "float32")
+    (_, (polynomial, near), _) = code.args
+    assert near.subs(x, 0.99) and near.subs(x, 1.01) and not near.subs(x, 1.5)

@@ -140,6 +140,7 @@ def _limits(d: Derivation, p, derived=()) -> tuple[sympy.Basic, tuple[str, ...]]
         return p, ()
     filled, used, points = guards.singular_limits(p, {v.symbol for v in d.program.inputs})
     d.rules_used.update(used)
+    filled = guards.polynomials_beside(filled, derived, d.program.dtype)
     show = d.display.show
     return filled, tuple(f"at {show(v)} = {show(r)}: {show(value)}, the limit {how}"
                          for v, r, value, how in [*derived, *points])

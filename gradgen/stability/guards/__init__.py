@@ -11,6 +11,9 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   expression that can be 0 (a squared norm, e.g. in the derivatives of ``sqrt(x**2 +
   y**2)`` and ``atan2(y, x)``), is replaced by 0 where ``s = 0``: the subgradient 0 of
   norms at the origin. Elsewhere the value is unchanged.
+* :func:`polynomials_beside` (derived orders): beside a point a value filled with a
+  limit (``acos(x)**2``'s slope at 1), the derivative's Taylor polynomial in ``v - r``,
+  where its formula cancels.
 * :func:`removable_singularities`: where a value has a pole factor ``v**(-n)`` in a real
   input ``v`` but a finite limit as ``v -> 0`` (``sin(x)/x``, ``expm1(x)/x`` and their
   derivatives), its Taylor polynomial is used near ``v = 0``, on an interval scaled to
@@ -76,7 +79,7 @@ from .constants import (
 from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
-from .limits import derivative, filled_points_smoothed, singular_limits
+from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
 from .products import split_differences, split_gaussians, vanishing_products, zero_factors
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
@@ -102,6 +105,7 @@ __all__ = [
     "split_exponentials",
     "filled_points_smoothed",
     "derivative",
+    "polynomials_beside",
     "taylor_plan",
     "vanishing_products",
     "split_differences",

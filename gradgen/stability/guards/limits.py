@@ -24,8 +24,9 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
-from .constants import LIMIT_MAX_OPS
+from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
 from .subgradients import rational_zeros, singular_factor
+from .taylor import taylor_plan, taylor_polynomial
 from .walk import SYMPY_CANNOT, bottom_up, standard
 
 # How far beside a zero the sign of ``s`` is read (zeros are rational, of height at
@@ -204,6 +205,7 @@ def derivative(expr, v, filled: list | None = None):
     ``filled`` (a list) receives each point so filled, ``(v, r, value, sides)`` as
     :func:`singular_limits` gives them.
 
+
     Source: a function continuous at a point with a derivative on both sides near it
     has there the limit of that derivative, where the limit exists (the mean value
     theorem)."""
@@ -232,13 +234,91 @@ def derivative(expr, v, filled: list | None = None):
     return sympy.Piecewise(*pieces, (d, True))
 
 
+def polynomials_beside(expr, points, dtype: str):
+    """``expr`` with each point ``(v, r, value, sides)`` of ``points`` (as
+    :func:`derivative` gives them) that a Piecewise of ``expr`` fills with a finite
+    value (``Eq(v, r)``) also computed, beside it on the side its limit came from (both
+    where the formula is real on both), as its formula's Taylor polynomial in ``v - r``
+    (:func:`_polynomial_beside`): the formula's terms cancel there. ``acos(x)**2``'s
+    second derivative, ``2*(1 - x*acos(x)/sqrt(1 - x**2))/(1 - x**2)``, lost every
+    digit at x = 1 - 2**-53 in float64, and its third was 15% off at 0.999 in float32;
+    ``where(x == 1, 1, log(x)/(x - 1))``'s derivative cancels near 1 likewise. For the
+    code only: the partial shown keeps the formula."""
+    wanted = {(v, r): side for v, r, value, side in points
+              if not value.has(S.Infinity, S.NegativeInfinity, S.ComplexInfinity)}
+    if not wanted or dtype not in TAYLOR_DEGREE:
+        return expr
+
+    def beside(e):
+        if not isinstance(e, sympy.Piecewise) or e.args[-1][1] is not sympy.true:
+            return None
+        *points_, (f, last) = e.args
+        found = [(_point(c), c) for _, c in points_ if isinstance(c, sympy.Eq)]
+        extra = []
+        for (u, r), _ in found:
+            side = wanted.get((u, r))
+            if side is None:
+                continue
+            coeff, rest = sympy.factor_terms(f).as_independent(u, as_Add=False)
+            near = _polynomial_beside(rest, u, r, _SIDE_OF[side], dtype)
+            if near is not None:
+                extra.append((coeff * near[0], near[1]))
+        if not extra:
+            return None
+        return sympy.Piecewise(*points_, *extra, (f, last), evaluate=False)
+
+    return bottom_up(expr, beside)
+
+
+_SIDE_OF = {"from above": "+", "from below": "-", "from both sides": "-"}
+
+
+def _polynomial_beside(rest, v, r, side, dtype):
+    """``(P, condition)``: ``rest``'s Taylor polynomial in ``v - r`` (Horner form; degree
+    :data:`TAYLOR_DEGREE` of ``dtype``) and where it is used, ``0 < ±(v - r) <= h`` on
+    ``side`` (``h`` from :func:`.taylor.taylor_plan`); None where the series has no
+    polynomial (a half-integer power, an imaginary or infinite coefficient), no plan,
+    or is too large to ask. ``v - r`` is exact near ``r`` (Sterbenz)."""
+    if dtype not in TAYLOR_DEGREE:
+        return None
+    meaning = _branches_beside(rest, v, r, side)
+    if meaning.has(sympy.Piecewise) or sympy.count_ops(meaning) > LIMIT_MAX_OPS:
+        return None
+    other = "-" if side == "+" else "+"
+    # real on both sides (log(x)/(x - 1) at 1): one polynomial in v - r for both
+    both = _real_near(meaning, v, r, other) and _real_near(meaning, v, r, side)
+    sign = 1 if side == "+" or both else -1
+    t = sympy.Symbol("t_beside", real=True) if both else \
+        sympy.Symbol("t_beside", positive=True)
+    shifted = meaning.xreplace({v: r + sign * t})
+    degree = TAYLOR_DEGREE[dtype]
+    polynomial = taylor_polynomial(shifted, t, degree)
+    if polynomial is None:
+        return None
+    plan = taylor_plan(shifted, t, degree, dtype, polynomial)
+    if plan is None or plan[1] != 1:
+        return None
+    h, _, polynomial = plan
+    distance = sign * (v - r)
+    near = sympy.Abs(distance) <= h if both else sympy.And(distance > 0, distance <= h)
+    return polynomial.xreplace({t: distance}), near
+
+
 def _derivative_limit(rest, v, r, side):
     """The limit of ``rest`` as ``v -> r`` from ``side``: a real number or +-inf; None
-    where SymPy finds none, or the formula is too large to ask."""
+    where SymPy finds none, or the formula is too large to ask. A polynomial beside
+    the point (a Taylor polynomial :func:`polynomials_beside` placed there) is its
+    value at the point, however large."""
     rest = _branches_beside(rest, v, r, side)
-    if rest.has(sympy.Piecewise) or sympy.count_ops(rest) > LIMIT_MAX_OPS:
+    if rest.has(sympy.Piecewise):
         return None
-    return _real_limit(standard(rest), v, r, side)
+    meaning = standard(rest)
+    if meaning.is_polynomial(v):
+        value = meaning.subs(v, r)
+        return value if value.is_real else None
+    if sympy.count_ops(rest) > LIMIT_MAX_OPS:
+        return None
+    return _real_limit(meaning, v, r, side)
 
 
 def _branches_beside(expr, v, r, side):
@@ -262,17 +342,24 @@ def _branches_beside(expr, v, r, side):
 
 
 def _real_near(f, v, r, side) -> bool:
-    """Whether ``f`` (in ``v`` alone, or with other symbols: then assumed so) is real
-    just beside ``v = r`` on ``side``: the side to ask SymPy's limit first (the
-    formula's own, where it is the forward's real domain)."""
-    if f.free_symbols != {v}:
-        return True
-    point = _beside(r, side)
-    try:
-        value = complex(standard(f).subs(v, point).evalf(15))
-    except (TypeError, ValueError, ZeroDivisionError):
-        return False
-    return value.imag == 0
+    """Whether ``f`` and each function and root in it are real just beside ``v = r`` on
+    ``side`` (other symbols taken as 1): the side to ask SymPy's limit first (the
+    formula's own, where it is the forward's real domain). Each part, not only the
+    value: ``acos(x)/sqrt(1 - x**2)`` is real above 1 too (i/i), where acos is not."""
+    meaning = standard(f)
+    at = {s: 1 for s in meaning.free_symbols if s != v}
+    at[v] = _beside(r, side)
+    parts = [meaning] + [e for e in sympy.preorder_traversal(meaning)
+                         if isinstance(e, sympy.Function)
+                         or isinstance(e, sympy.Pow) and not e.exp.is_Integer]
+    for part in parts:
+        try:
+            value = complex(part.subs(at).evalf(15))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return False
+        if value.imag != 0:
+            return False
+    return True
 
 
 def _point(cond) -> tuple:
@@ -286,14 +373,19 @@ def _limit_side(f, g, cond) -> str | None:
     infinite fill (``oo``, or :func:`_times`'s ``coeff * oo``) where that limit is
     infinite; None where neither side's is."""
     infinite = g.has(S.Infinity, S.NegativeInfinity)
-    if not isinstance(cond, sympy.Eq) or not (g.is_number or infinite):
+    if not isinstance(cond, sympy.Eq):
         return None
     v, r = _point(cond)
-    if not (v.is_Symbol and r.is_number):
+    # a number, or (a derived order's fill) a number times other inputs: 2*upstream/3
+    if not (v.is_Symbol and r.is_number) or g.has(v) or g.has(sympy.Piecewise):
         return None
     for side in sorted(_SIDES, key=lambda d: not _real_near(f, v, r, d)):
+        # the branch selected beside the point (where(x > 0, log(x)/(x - 1), 0) at 1)
+        beside = _branches_beside(f, v, r, side)
+        if beside.has(sympy.Piecewise) or sympy.count_ops(beside) > LIMIT_MAX_OPS:
+            continue
         try:
-            value = sympy.limit(standard(f), v, r, side)
+            value = sympy.limit(standard(beside), v, r, side)
         except SYMPY_CANNOT:
             continue
         if value == g or (infinite and value.has(S.Infinity, S.NegativeInfinity)):
