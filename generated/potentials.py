@@ -78,26 +78,20 @@ def _lennard_jones_vjp(r, sigma, eps):
     sigma_over_r_sq_sq = sigma_over_r_sq * sigma_over_r_sq
     s6 = sigma_over_r_sq * sigma_over_r_sq_sq
     t = s6 * (s6 - 1.0)
+    t_1 = tf.math.multiply_no_nan(s6, eps)
     # lennard_jones.output
-    out = tf.where(
-        mask,
-        eps * t * 4.0,
-        tf.math.multiply_no_nan(4.0 * s6 - 4.0, tf.math.multiply_no_nan(s6, eps)),
-    )
+    out = tf.where(mask, eps * t * 4.0, tf.math.multiply_no_nan(4.0 * s6 - 4.0, t_1))
 
     def grad(upstream):
-        t_1 = 2.0 * s6 - 1.0
-        inv_r = 1.0 / r
-        t_2 = inv_r * s6
-        t_3 = 48.0 * s6 - 24.0
+        t_2 = 2.0 * s6 - 1.0
+        t_3 = eps / r
+        t_4 = 48.0 * s6 - 24.0
         # d(out)/d(r) = 24*eps*(1 - 2*(sigma/r)**6)*(sigma/r)**6/r
         #     (lennard_jones.output)
         grad_r = upstream * tf.where(
-            mask,
-            -eps * t_1 * t_2 * 24.0,
-            tf.math.multiply_no_nan(-t_3, tf.math.multiply_no_nan(t_2, eps)),
+            mask, -s6 * t_2 * t_3 * 24.0, tf.math.multiply_no_nan(-t_4, (t_1 / r))
         )
-        t_4 = inv_r * sigma_over_r * sigma_over_r_sq_sq
+        t_5 = sigma_over_r * sigma_over_r_sq_sq
         # d(out)/d(sigma) = 24*eps*(2*(sigma/r)**6 - 1)*(sigma/r)**5/r
         #     (lennard_jones.output)
         #   unbroadcast [] from [n, n]: sum leading axes [0, 1] (rank extension)
@@ -105,8 +99,8 @@ def _lennard_jones_vjp(r, sigma, eps):
             upstream
             * tf.where(
                 mask,
-                eps * t_1 * t_4 * 24.0,
-                tf.math.multiply_no_nan(t_3, tf.math.multiply_no_nan(t_4, eps)),
+                t_2 * t_3 * t_5 * 24.0,
+                tf.math.multiply_no_nan(t_4, (tf.math.multiply_no_nan(t_5, eps) / r)),
             ),
             axis=[0, 1],
         )
@@ -171,17 +165,67 @@ def morse(r, r0, depth, width):
     r0 = _check_input("morse", "r0", r0, dtype, [])
     depth = _check_input("morse", "depth", depth, dtype, [])
     width = _check_input("morse", "width", width, dtype, [])
-    return _morse_vjp(r, r0, depth, width)
+    if dtype == tf.float32:
+        return _morse_float32_vjp(r, r0, depth, width)
+    return _morse_float64_vjp(r, r0, depth, width)
 
 
 @tf.custom_gradient
-def _morse_vjp(r, r0, depth, width):
-    """Forward pass and VJP of `morse` in every dtype.
+def _morse_float32_vjp(r, r0, depth, width):
+    """Forward pass and VJP of `morse` in float32.
 
     Call `morse`, which checks the arguments first.
     """
     t_2 = r - r0
-    mask = tf.math.abs(t_2) > 1.0
+    mask = tf.math.abs(t_2) > 3.4028234663852886e38
+    t = 0.5 * r - 0.5 * r0
+    t_1 = t * width
+    t_3 = t_2 * width
+    # morse.output
+    out = tf.math.multiply_no_nan(
+        tf.math.square(tf.math.expm1(tf.where(mask, -2.0 * t_1, -t_3))), depth
+    )
+
+    def grad(upstream):
+        t_4 = -tf.where(mask, 2.0 * t_1, t_3)
+        expm1_t_4 = tf.math.expm1(t_4)
+        t_5 = expm1_t_4 * tf.math.exp(t_4)
+        t_6 = t_5 * width
+        # d(out)/d(r) = -2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
+        #     (morse.output)
+        grad_r = upstream * tf.math.multiply_no_nan(-2.0 * t_6, depth)
+        # d(out)/d(r0) = 2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
+        #     (morse.output)
+        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
+        grad_r0 = _unbroadcast(upstream * tf.math.multiply_no_nan(2.0 * t_6, depth), r0)
+        # d(out)/d(depth) = expm1(-width*(r - r0))**2  (morse.output)
+        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
+        grad_depth = _unbroadcast(upstream * expm1_t_4 * expm1_t_4, depth)
+        # d(out)/d(width) = 2*depth*(-r + r0)*exp(-width*(r - r0))*expm1(-width*(r -
+        #     r0))  (morse.output)
+        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
+        grad_width = _unbroadcast(
+            upstream
+            * tf.where(
+                mask,
+                tf.math.multiply_no_nan(-t * t_5 * 4.0, depth),
+                tf.math.multiply_no_nan(-t_2 * t_5 * 2.0, depth),
+            ),
+            width,
+        )
+        return grad_r, grad_r0, grad_depth, grad_width
+
+    return out, grad
+
+
+@tf.custom_gradient
+def _morse_float64_vjp(r, r0, depth, width):
+    """Forward pass and VJP of `morse` in float64.
+
+    Call `morse`, which checks the arguments first.
+    """
+    t_2 = r - r0
+    mask = tf.math.abs(t_2) > 1.7976931348623157e308
     t = 0.5 * r - 0.5 * r0
     t_1 = t * width
     t_3 = t_2 * width

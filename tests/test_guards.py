@@ -1440,14 +1440,17 @@ def test_zero_factors_leave_poles_bounded_rests_and_dependent_factors(expr):
 
 
 def test_split_differences_halve_a_scaled_difference_of_inputs():
-    """-d*(x - r) (Morse's exponent): where |x - r| > 1 it is -2*d*(x/2 - r/2), whose
-    halves cannot overflow; a difference with no input scale, or of non-inputs, stays."""
-    got, used = guards.split_differences(-d * (x - r), {x, y, d, r})
+    """-d*(x - r) (Morse's exponent): where x - r overflowed (beyond the dtype's largest
+    number) it is -2*d*(x/2 - r/2), whose halves cannot overflow; only there (the
+    halves' product is subnormal where d*(x - r) is just above the smallest normal
+    number); a difference with no input scale, or of non-inputs, stays."""
+    got, used = guards.split_differences(-d * (x - r), {x, y, d, r}, "float32")
     assert used == ("split_difference",)
-    assert got == sympy.Piecewise((-2 * d * (x / 2 - r / 2), sympy.Abs(x - r) > 1),
+    largest = sympy.Float(float(np.finfo(np.float32).max), 17)
+    assert got == sympy.Piecewise((-2 * d * (x / 2 - r / 2), sympy.Abs(x - r) > largest),
                                   (-d * (x - r), True))
     for same in (x - r, 2 * (x - r), d * (x**2 - r), d * (x - 1)):
-        assert guards.split_differences(same, {x, y, d, r}) == (same, ())
+        assert guards.split_differences(same, {x, y, d, r}, "float32") == (same, ())
 
 
 def test_split_gaussians_give_each_factor_of_the_power_its_share():
@@ -1572,3 +1575,43 @@ def test_a_derived_fill_has_the_formulas_taylor_polynomial_beside_it():
     code = guards.polynomials_beside(d, found, "float32")
     (_, (polynomial, near), _) = code.args
     assert near.subs(x, 0.99) and near.subs(x, 1.01) and not near.subs(x, 1.5)
+
+
+def test_products_hold_where_autodiff_of_the_form_as_written_does(tf, build):
+    """Points an independent check found where gradgen's products were worse than
+    TensorFlow's autodiff of the expression as written (float32): a common factor pulled
+    out of a sum (a*(b + c) overflowed where a*b + a*c is 6e8); Lennard-Jones' slope
+    with eps meeting (sigma/r)**6 before the leftover 1/r (0 where it is -24 at r =
+    sigma = eps = 3.4e38); x/y's partial -x/y**2 as (x/y)/y (0 * inf = NaN at x = 0,
+    y = 1e-20); x*y/s**2 of a squared norm as (x/s)*(y/s) (NaN at x = 0); a scaled
+    difference halved only where it overflowed (0 where w*(a - b) is 1.8e-38)."""
+    module = build(
+        "version: 1\nmodule: as_written\nops:\n"
+        "  - name: common\n    inputs: {a: [null], b: [null], c: [null]}\n"
+        "    output: a*b + a*c\n"
+        "  - name: lj\n    inputs: {r: [null], s: [null], eps: [null]}\n"
+        "    output: 4*eps*((s/r)**12 - (s/r)**6)\n"
+        "  - name: quotient\n    inputs: {x: [null], y: [null]}\n    output: x / y\n"
+        "  - name: ratio\n    inputs: {x: [null], y: [null]}\n"
+        "    output: x / (x**2 + y**2)\n"
+        "  - name: scaled\n    inputs: {w: [null], a: [null], b: [null]}\n"
+        "    output: w * (a - b)\n", audit=False)
+    top, tiny = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+
+    def run(f, *args):
+        args = [tf.constant([v], tf.float32) for v in args]
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            value = f(*args)
+        return [float(value.numpy()[0])] + [float(g.numpy()[0])
+                                            for g in tape.gradient(value, args)]
+
+    np.testing.assert_allclose(run(module.common, 1e-30, 3e38, 3e38)[0], 6e8, rtol=1e-6)
+    _, gr, gs, _ = run(module.lj, 3e38, 3e38, 3e38)
+    np.testing.assert_allclose([gr, gs], [-24.0, 24.0], rtol=1e-5)
+    assert run(module.quotient, 0.0, 1e-20)[2] == 0.0
+    _, _, gy = run(module.ratio, 0.0, 1e-10)
+    assert gy == 0.0
+    np.testing.assert_allclose(run(module.ratio, 1.2e-38, 0.5)[2], -1.92e-37, rtol=1e-5)
+    np.testing.assert_allclose(run(module.scaled, tiny, 1.5, 0.0)[0], 1.5 * tiny, rtol=1e-6)
+    assert top  # (the dtype's edges above)

@@ -49,7 +49,7 @@ def test_check_names_the_op_that_changed(project):
     assert result.exit_code == 1
     assert "ops/seeds.py: changed ops: bar" in result.stderr
     assert result.stderr.rstrip().endswith("run: gradgen build")
-    assert "+    out = t * x" in result.stdout  # x*(y + 1): the common factor taken out
+    assert "+    out = x * y + x" in result.stdout
 
 
 def test_removed_spec_is_orphaned_and_prune_deletes_only_gradgen_files(project):

@@ -44,7 +44,24 @@ def factored(expr):
     if expr.is_Atom:
         return expr
     pulled = sympy.factor_terms(expr)
+    if not _horner(pulled):
+        return expr
     return pulled if sympy.count_ops(pulled) <= sympy.count_ops(expr) + 1 else expr
+
+
+def _horner(pulled) -> bool:
+    """Whether each sum that ``factor_terms`` left in the product ``pulled`` holds, in
+    every term but numbers, a base of the factors pulled out of it (``s*(s - 1)`` from
+    ``s**2 - s``: Horner's rule, whose sum overflows only where the powers it came from
+    do). Not ``a*(b + c)`` from ``a*b + a*c``: ``b + c`` overflows at b = c = 3e38
+    where ``a*b + a*c`` is 6e8 (a = 1e-30)."""
+    if not isinstance(pulled, sympy.Mul):
+        return False
+    sums = [f for f in pulled.args if isinstance(f, sympy.Add)]
+    outside = {f.as_base_exp()[0] for f in pulled.args if not isinstance(f, sympy.Add)}
+    bases = set().union(*(b.free_symbols for b in outside if not b.is_number))
+    return bool(sums) and all(
+        t.is_number or t.free_symbols & bases for s in sums for t in s.args)
 
 
 def simplify_partial(
@@ -67,9 +84,11 @@ def simplify_partial(
     if expr.is_Atom:
         return expr, used
     pulled, also = stable.rewrite(sympy.factor_terms(expr), rules)
-    # ties go to the factored form: its common factor is applied once, after the sum
-    expr = min(pulled, expr,
-               key=lambda c: (sympy.count_ops(c), c is not pulled, sympy.default_sort_key(c)))
+    # ties go to the factored form where it is Horner's rule (its common factor is
+    # applied once, after the sum; not a*(b + c), whose sum may overflow)
+    first = _horner(pulled)
+    expr = min(pulled, expr, key=lambda c: (sympy.count_ops(c), (c is not pulled) == first,
+                                            sympy.default_sort_key(c)))
     if expr is pulled:
         used = tuple(sorted(set(used) | set(also)))
     expr = guards.bottom_up(expr, _root_quotients)
@@ -133,7 +152,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.vanishing_products(expr, dtype))
     inputs = {v.symbol for v in d.program.inputs}
     expr = d.applied(guards.split_gaussians(expr))
-    expr = d.applied(guards.split_differences(expr, inputs))
+    expr = d.applied(guards.split_differences(expr, inputs, dtype))
     expr = d.applied(guards.zero_factors(expr, inputs))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

@@ -282,6 +282,9 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         if poles is None or not _can_overflow(_without_poles(rest, poles)):
             return None
         used.add("zero_factor")
+        quotient = _repeated_quotient(rest, sympy.Mul(*scale), poles)
+        if quotient is not None:
+            return quotient
         guarded = _scaled_last(rest, sympy.Mul(*scale))
         if not poles:
             return guarded
@@ -292,15 +295,60 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     return out, tuple(sorted(used))
 
 
+def _repeated_quotient(rest, a, poles):
+    """``c * a * r**-n`` (``c`` a number, ``r`` a pole input) as ``c * (a/r/.../r)``,
+    ``a`` divided by ``r`` ``n`` times: 0 where ``a`` is 0 and ``r`` is not, NaN at
+    ``a = r = 0`` (no value), and ``a/r`` first where ``1/r**n`` alone overflows (``x /
+    y``'s partial in y, ``-x/y**2``, was 0 * inf = NaN at x = 0, y = 1e-20 in float32).
+    None for another rest."""
+    coeff, power = rest.as_coeff_Mul()
+    if not (isinstance(power, sympy.Pow) and power.base in poles
+            and power.exp.is_Integer and power.exp < 0):
+        return None
+    quotient = a
+    for _ in range(-int(power.exp)):
+        quotient = Ratio(quotient, power.base)
+    return coeff * quotient
+
+
 def _scaled_last(rest, a):
-    """``mul_no_nan(Q, mul_no_nan(P, a))`` for the powers ``P`` of ``rest`` and its
-    other factors ``Q``; ``mul_no_nan(rest, a)`` where either is only numbers."""
+    """``mul_no_nan(Q, mul_no_nan(P, a) * L)`` for the powers ``P`` of ``rest`` (those of
+    its one negative base beyond the positive powers' degree, ``L``, apart) and its
+    other factors ``Q``; ``mul_no_nan(rest, a)`` where either is only numbers.
+
+    ``a`` meets the balanced powers first and a leftover reciprocal after: in
+    ``eps*sigma**6*r**-7`` (Lennard-Jones' slope), ``eps * (sigma/r)**6`` first, then
+    ``/ r``: ``(sigma/r)**6 / r`` underflows to 0 at r = sigma = 3.4e38 where the
+    gradient is -24 with eps = 3.4e38, and overflows at r = 1e-38, sigma = 1e10 in
+    float64 where eps = 1e-38 brings it back."""
     factors = sympy.Mul.make_args(rest)
     powers = [f for f in factors if isinstance(f, sympy.Pow) and not f.base.is_number]
     others = [f for f in factors if f not in powers]
-    if not powers or all(f.is_number for f in others):
+    balanced, leftover = _balanced(powers)
+    if not powers or all(f.is_number for f in others) and leftover == 1:
         return mul_no_nan(rest, a)
-    return mul_no_nan(sympy.Mul(*others), mul_no_nan(sympy.Mul(*powers), a))
+    inner = mul_no_nan(balanced, a)
+    if leftover != 1:  # divided by (not times a reciprocal, 0 in float32 at r = 3e38)
+        for _ in range(-int(leftover.exp)):
+            inner = Ratio(inner, leftover.base)
+    if all(f.is_number for f in others):
+        return sympy.Mul(*others) * inner
+    return mul_no_nan(sympy.Mul(*others), inner)
+
+
+def _balanced(powers) -> tuple:
+    """``(P, L)``: the product of ``powers`` as the powers whose degrees balance (as
+    many of the one negative base's as the positive powers have) and the leftover
+    negative power; ``(product, 1)`` where they do not split so."""
+    negative = [p for p in powers if p.exp.is_Integer and p.exp < 0]
+    positive = [p for p in powers if p.exp.is_Integer and p.exp > 0]
+    if len(negative) != 1 or not positive or len(positive) + 1 != len(powers):
+        return sympy.Mul(*powers), S.One
+    (low,) = negative
+    up = sum(int(p.exp) for p in positive)
+    if -low.exp <= up:
+        return sympy.Mul(*powers), S.One
+    return sympy.Mul(*positive, low.base ** -up), low.base ** (low.exp + up)
 
 
 # Declared functions of the whole real line that are not finite everywhere on it.
@@ -340,11 +388,15 @@ def _poles(e, inputs) -> frozenset | None:
 
 
 def _without_poles(e, poles):
-    """``e`` with each negative power of an input in ``poles`` replaced by 1."""
+    """``e`` with each reciprocal of an input in ``poles`` replaced by 1, and each
+    higher negative power by the positive one, which overflows alike (``r**-2`` at r =
+    1e-20 in float32, where ``q1*q2/r**2`` is 0 at q1 = 0); a reciprocal alone
+    overflows only at subnormal inputs."""
     if not poles:
         return e
     return e.replace(lambda f: isinstance(f, sympy.Pow) and f.base in poles
-                     and f.exp.is_negative, lambda f: S.One)
+                     and f.exp.is_negative,
+                     lambda f: S.One if f.exp == -1 else f.base ** -f.exp)
 
 
 # Functions that overflow at finite arguments (faster than any polynomial).
@@ -381,26 +433,30 @@ def _unbounded(e) -> bool:
     return True
 
 
-def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``w * (a - b) * c`` -> ``Piecewise((w*(a/2 - b/2)*c*2, |a - b| > 1), (w*(a - b)*c,
-    True))`` for inputs ``a``, ``b`` and ``w`` (``c``: the other factors): ``a - b``
-    can overflow (``r - r0`` at r = -3.4e38, r0 = 3.4e38 in float32) though ``w * (a -
-    b)`` is finite (width = 1.2e-38 in Morse's ``-width * (r - r0)``: -8). The halves
-    cannot overflow, and the 2 comes last: it overflows only where the exact product
-    does. Halving is exact but for subnormal numbers (``a/2`` rounds where ``a`` is the
-    smallest one), where ``|a - b| > 1`` says one of ``a`` and ``b`` is above 1/2, so the
-    other's rounding is far below the difference's ulp; elsewhere the form as written
-    stays. ``w`` is an input factor that neither ``a`` nor ``b`` is, and stays a factor
-    (for :func:`zero_factors`). Source: the scaling of LAPACK's ``dlapy2``/``hypot``,
-    by a power of 2 that is exact.
+def split_differences(expr, inputs, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``w * (a - b) * c`` -> ``Piecewise((w*(a/2 - b/2)*c*2, |a - b| > M), (w*(a - b)*c,
+    True))`` for inputs ``a``, ``b`` and ``w`` (``c``: the other factors; ``M`` the
+    dtype's largest finite number, so the first branch is where ``a - b`` overflowed):
+    ``r - r0`` at r = -3.4e38, r0 = 3.4e38 in float32 is inf though ``w * (a - b)`` is
+    finite (width = 1.2e-38 in Morse's ``-width * (r - r0)``: -8). The halves cannot
+    overflow, and the 2 comes last: it overflows only where the exact product does.
+    There both are above M/4, where halving is exact. Only there: ``w * (a/2 - b/2)``
+    is subnormal, and flushed to 0 on CPUs, where ``w * (a - b)`` is just above the
+    smallest normal number (w = 1.2e-38, a - b = 1.5). ``w`` is an input factor that
+    neither ``a`` nor ``b`` is, and stays a factor (for :func:`zero_factors`). Source:
+    the scaling of LAPACK's ``dlapy2``/``hypot``, by a power of 2 that is exact.
 
     Args:
         expr: a real elementwise value or partial, ready to print.
         inputs: the op's input symbols.
+        dtype: the op's dtype (its largest number); nothing is done for another.
 
     Returns:
         The expression and the guard's name (``split_difference``) where it applied.
     """
+    fmt = formats.get(dtype)
+    if fmt is None:
+        return expr, ()
     used = set()
 
     def fix(e):
@@ -415,8 +471,9 @@ def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
             used.add("split_difference")
             # a number times a sum alone would be distributed (2*(a/2 - b/2) is a - b);
             # the input w keeps the product a product
-            return sympy.Piecewise(
-                (sympy.Mul(2, *rest, a / 2 - b / 2), sympy.Abs(a - b) > 1), (e, True))
+            overflowed = sympy.Abs(a - b) > sympy.Float(fmt.largest, 17)
+            return sympy.Piecewise((sympy.Mul(2, *rest, a / 2 - b / 2), overflowed),
+                                   (e, True))
         return None
 
     out = bottom_up(expr, fix)

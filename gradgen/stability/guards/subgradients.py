@@ -107,21 +107,33 @@ def _unit_components(e, known, excluded, used):
     the derivative of ``x/s`` is ``1/s - 2*(x/s)*x/s``, not ``1/s - 4*x**2*(1/s)**2``,
     whose ``(1/s)**2`` underflows first (``log(x**2 + y**2)``'s second derivative at x
     = 1e10 in float32: 1/s**2 = 1e-40 is subnormal, and the result had the wrong
-    sign)."""
+    sign); and ``x*y*s**-2`` as ``(x/s)*(y/s)``, one component per power (the
+    derivative of ``x/(x**2 + y**2)`` in y was 0 * inf = NaN at x = 0, y = 1e-10 in
+    float32, where ``(1/s)**2`` overflows)."""
     factors = list(e.args)
     for f in factors:
-        if not (isinstance(f, sympy.Pow) and f.exp == -1
+        if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0
                 and isinstance(f.base, (hypot, sympy.Add))
                 and singular_factor(f, known, excluded) == "norm_zero"):
             continue
-        x = next((a for a in factors if _component(a, f.base)), None)
-        if x is None:
+        # one component per power of s (x*y/s**2 as (x/s)*(y/s); x**2/s**2 as (x/s)**2)
+        ratios, rest = [], [a for a in factors if a is not f]
+        for a in list(rest):
+            base, k = a.as_base_exp()
+            if not (_component(base, f.base) and k.is_Integer and k > 0):
+                continue
+            take = min(int(k), -int(f.exp) - len(ratios))
+            ratios += [Ratio(base, f.base)] * take
+            rest.remove(a)
+            rest.append(base ** (k - take))
+            if len(ratios) == -f.exp:
+                break
+        if not ratios:
             continue
         used.add("norm_zero")
-        factors.remove(f)
-        factors.remove(x)
-        unit = sympy.Piecewise((Ratio(x, f.base), sympy.Ne(f.base, 0)), (0, True))
-        return sympy.Mul(unit, *factors)
+        left = f.base ** (f.exp + len(ratios))
+        unit = sympy.Piecewise((sympy.Mul(*ratios) * left, sympy.Ne(f.base, 0)), (0, True))
+        return sympy.Mul(unit, *rest)
     return e
 
 
