@@ -305,16 +305,22 @@ def _repeated_quotient(rest, a, poles):
     if not (isinstance(power, sympy.Pow) and power.base in poles
             and power.exp.is_Integer and power.exp < 0):
         return None
-    quotient = a
-    for _ in range(-int(power.exp)):
-        quotient = Ratio(quotient, power.base)
-    return coeff * quotient
+    return coeff * _divided(a, power.base, -int(power.exp))
+
+
+def _divided(a, r, n: int):
+    """``a / r / ... / r`` (``n`` divisions, each a :class:`Ratio`): never ``1/r`` on
+    its own, which overflows or underflows where the quotient need not."""
+    for _ in range(n):
+        a = Ratio(a, r)
+    return a
 
 
 def _scaled_last(rest, a):
-    """``mul_no_nan(Q, mul_no_nan(P, a) * L)`` for the powers ``P`` of ``rest`` (those of
-    its one negative base beyond the positive powers' degree, ``L``, apart) and its
-    other factors ``Q``; ``mul_no_nan(rest, a)`` where either is only numbers.
+    """``mul_no_nan(Q, mul_no_nan(P, a) / r**k)`` for the powers ``P`` of ``rest`` (its
+    one negative base's beyond the positive powers' degree, ``r**-k``, apart: divisions
+    after) and its other factors ``Q``; ``mul_no_nan(rest, a)`` where either is only
+    numbers.
 
     ``a`` meets the balanced powers first and a leftover reciprocal after: in
     ``eps*sigma**6*r**-7`` (Lennard-Jones' slope), ``eps * (sigma/r)**6`` first, then
@@ -329,8 +335,7 @@ def _scaled_last(rest, a):
         return mul_no_nan(rest, a)
     inner = mul_no_nan(balanced, a)
     if leftover != 1:  # divided by (not times a reciprocal, 0 in float32 at r = 3e38)
-        for _ in range(-int(leftover.exp)):
-            inner = Ratio(inner, leftover.base)
+        inner = _divided(inner, leftover.base, -int(leftover.exp))
     if all(f.is_number for f in others):
         return sympy.Mul(*others) * inner
     return mul_no_nan(sympy.Mul(*others), inner)
