@@ -205,7 +205,6 @@ def derivative(expr, v, filled: list | None = None):
     ``filled`` (a list) receives each point so filled, ``(v, r, value, sides)`` as
     :func:`singular_limits` gives them.
 
-
     Source: a function continuous at a point with a derivative on both sides near it
     has there the limit of that derivative, where the limit exists (the mean value
     theorem)."""
@@ -253,9 +252,8 @@ def polynomials_beside(expr, points, dtype: str):
         if not isinstance(e, sympy.Piecewise) or e.args[-1][1] is not sympy.true:
             return None
         *points_, (f, last) = e.args
-        found = [(_point(c), c) for _, c in points_ if isinstance(c, sympy.Eq)]
         extra = []
-        for (u, r), _ in found:
+        for u, r in (_point(c) for _, c in points_ if isinstance(c, sympy.Eq)):
             side = wanted.get((u, r))
             if side is None:
                 continue
@@ -279,8 +277,6 @@ def _polynomial_beside(rest, v, r, side, dtype):
     ``side`` (``h`` from :func:`.taylor.taylor_plan`); None where the series has no
     polynomial (a half-integer power, an imaginary or infinite coefficient), no plan,
     or is too large to ask. ``v - r`` is exact near ``r`` (Sterbenz)."""
-    if dtype not in TAYLOR_DEGREE:
-        return None
     meaning = _branches_beside(rest, v, r, side)
     if meaning.has(sympy.Piecewise) or sympy.count_ops(meaning) > LIMIT_MAX_OPS:
         return None
