@@ -31,8 +31,9 @@ def rewritten(d: Derivation, expr):
 
 
 def factored(expr):
-    """``factor_terms(expr)`` (common factors pulled out of sums) where it has no more
-    operations than ``expr``; else ``expr``.
+    """``factor_terms(expr)`` (common factors pulled out of sums) where that is Horner's
+    rule (:func:`_horner`) and costs at most one operation more than ``expr`` as SymPy
+    counts them (it counts a quotient where the sum had a power); else ``expr``.
 
     A common factor taken out is applied once, to the sum, after the scale that
     multiplies the sum: ``4*eps*(s**2 - s)`` is ``4*eps*s*(s - 1)``, which the CSE computes
@@ -74,8 +75,9 @@ def simplify_partial(
     and less stable to evaluate. Instead the candidates are the expression as
     differentiated (SymPy already cancels and collects while building it) and
     ``factor_terms`` of it (common factors pulled out), and the one with the fewest
-    operations wins; ties go to SymPy's canonical sort key, so the choice is
-    deterministic.
+    operations wins; a tie goes to the factored form where it is Horner's rule
+    (:func:`_horner`), else to the form as differentiated, then to SymPy's canonical sort
+    key, so the choice is deterministic.
 
     Returns:
         The chosen expression and the names of the stable rules it used.
@@ -86,8 +88,8 @@ def simplify_partial(
     pulled, also = stable.rewrite(sympy.factor_terms(expr), rules)
     # ties go to the factored form where it is Horner's rule (its common factor is
     # applied once, after the sum; not a*(b + c), whose sum may overflow)
-    first = _horner(pulled)
-    expr = min(pulled, expr, key=lambda c: (sympy.count_ops(c), (c is not pulled) == first,
+    horner = _horner(pulled)
+    expr = min(pulled, expr, key=lambda c: (sympy.count_ops(c), (c is pulled) != horner,
                                             sympy.default_sort_key(c)))
     if expr is pulled:
         used = tuple(sorted(set(used) | set(also)))
