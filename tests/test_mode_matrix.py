@@ -59,7 +59,9 @@ def _no_xla_kernel(module, name, dtype) -> bool:
     """TensorFlow has no XLA kernel for det (MatrixDeterminant), nor for a complex
     MatrixInverse."""
     source = inspect.getsource(module.ops)
-    start = source.index(f"def _{name}_vjp(")
+    # a generic op whose code differs by dtype has a VJP per dtype (_morse_float32_vjp)
+    per_dtype = f"def _{name}_{dtype}_vjp("
+    start = source.index(per_dtype if per_dtype in source else f"def _{name}_vjp(")
     end = source.find("\ndef ", start + 1)
     body = source[start:end if end > 0 else None]
     det = "tf.linalg.det(" in body or "_complex_det(" in body

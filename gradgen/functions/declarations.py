@@ -155,10 +155,7 @@ FUNCTIONS: tuple[Function, ...] = (
           (smooth.hypot, (1, None), "_hypot", num.np_hypot, None),
       )),
     # printed by TFPrinter._print_<Class>
-    # (its meaning, for limits and series: the value where it is used, inside its
-    # condition, where a branch's Guard holds its input as it is)
-    Function("Guard", INTERNAL, classes=(internal.Guard,), arity=(3, 3), numpy=num.np_guard,
-             meaning=lambda u, cond, safe: u),
+    Function("Guard", INTERNAL, classes=(internal.Guard,), arity=(3, 3), numpy=num.np_guard),
     Function("Square", INTERNAL, classes=(internal.Square,), numpy=num.np_square),
     Function("Recip", INTERNAL, classes=(internal.Recip,), numpy=num.np_recip),
     Function("Ratio", INTERNAL, classes=(internal.Ratio,), arity=(2, 2), numpy=num.np_ratio),

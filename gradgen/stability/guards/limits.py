@@ -24,6 +24,7 @@ from __future__ import annotations
 import sympy
 from sympy import S
 
+from ...functions import Guard
 from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
 from .subgradients import rational_zeros, singular_factor
 from .taylor import taylor_plan, taylor_polynomial
@@ -319,11 +320,15 @@ def _derivative_limit(rest, v, r, side):
 
 def _branches_beside(expr, v, r, side):
     """``expr`` with each Piecewise replaced by its branch selected just beside ``v = r``
-    on ``side`` (SymPy's ``limit`` cannot read relations); a Piecewise whose selected
-    branch there depends on other symbols stays."""
+    on ``side``, and each Guard by the input it guards (SymPy's ``limit`` and ``series``
+    cannot read relations; a derived order's formula holds the guards of the order
+    below, whose safe values stand where a branch is not selected: its math is the
+    input); a Piecewise whose selected branch there depends on other symbols stays."""
     point = _beside(r, side)
 
     def branch(e):
+        if isinstance(e, Guard):
+            return e.args[0]
         if not isinstance(e, sympy.Piecewise):
             return None
         for value, cond in e.args:
