@@ -165,99 +165,50 @@ def morse(r, r0, depth, width):
     r0 = _check_input("morse", "r0", r0, dtype, [])
     depth = _check_input("morse", "depth", depth, dtype, [])
     width = _check_input("morse", "width", width, dtype, [])
-    if dtype == tf.float32:
-        return _morse_float32_vjp(r, r0, depth, width)
-    return _morse_float64_vjp(r, r0, depth, width)
+    return _morse_vjp(r, r0, depth, width)
 
 
 @tf.custom_gradient
-def _morse_float32_vjp(r, r0, depth, width):
-    """Forward pass and VJP of `morse` in float32.
+def _morse_vjp(r, r0, depth, width):
+    """Forward pass and VJP of `morse` in every dtype.
 
     Call `morse`, which checks the arguments first.
     """
-    t_2 = r - r0
-    mask = tf.math.abs(t_2) > 3.4028234663852886e38
     t = 0.5 * r - 0.5 * r0
     t_1 = t * width
-    t_3 = t_2 * width
+    t_2 = r - r0
+    t_3 = tf.math.is_inf(t_2)
+    t_4 = t_2 * width
     # morse.output
     out = tf.math.multiply_no_nan(
-        tf.math.square(tf.math.expm1(tf.where(mask, -2.0 * t_1, -t_3))), depth
+        tf.math.square(tf.math.expm1(tf.where(t_3, -2.0 * t_1, -t_4))), depth
     )
 
     def grad(upstream):
-        t_4 = -tf.where(mask, 2.0 * t_1, t_3)
-        expm1_t_4 = tf.math.expm1(t_4)
-        t_5 = expm1_t_4 * tf.math.exp(t_4)
-        t_6 = t_5 * width
+        t_5 = -tf.where(t_3, 2.0 * t_1, t_4)
+        expm1_t_5 = tf.math.expm1(t_5)
+        t_6 = expm1_t_5 * tf.math.exp(t_5)
+        t_7 = t_6 * width
         # d(out)/d(r) = -2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
         #     (morse.output)
-        grad_r = upstream * tf.math.multiply_no_nan(-2.0 * t_6, depth)
+        grad_r = upstream * tf.math.multiply_no_nan(-2.0 * t_7, depth)
         # d(out)/d(r0) = 2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
         #     (morse.output)
         #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
-        grad_r0 = _unbroadcast(upstream * tf.math.multiply_no_nan(2.0 * t_6, depth), r0)
+        grad_r0 = _unbroadcast(upstream * tf.math.multiply_no_nan(2.0 * t_7, depth), r0)
         # d(out)/d(depth) = expm1(-width*(r - r0))**2  (morse.output)
         #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
-        grad_depth = _unbroadcast(upstream * expm1_t_4 * expm1_t_4, depth)
+        grad_depth = _unbroadcast(upstream * expm1_t_5 * expm1_t_5, depth)
+        t_8 = -t_2
         # d(out)/d(width) = 2*depth*(-r + r0)*exp(-width*(r - r0))*expm1(-width*(r -
         #     r0))  (morse.output)
         #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
         grad_width = _unbroadcast(
             upstream
             * tf.where(
-                mask,
-                tf.math.multiply_no_nan(-t * t_5 * 4.0, depth),
-                tf.math.multiply_no_nan(-t_2 * t_5 * 2.0, depth),
-            ),
-            width,
-        )
-        return grad_r, grad_r0, grad_depth, grad_width
-
-    return out, grad
-
-
-@tf.custom_gradient
-def _morse_float64_vjp(r, r0, depth, width):
-    """Forward pass and VJP of `morse` in float64.
-
-    Call `morse`, which checks the arguments first.
-    """
-    t_2 = r - r0
-    mask = tf.math.abs(t_2) > 1.7976931348623157e308
-    t = 0.5 * r - 0.5 * r0
-    t_1 = t * width
-    t_3 = t_2 * width
-    # morse.output
-    out = tf.math.multiply_no_nan(
-        tf.math.square(tf.math.expm1(tf.where(mask, -2.0 * t_1, -t_3))), depth
-    )
-
-    def grad(upstream):
-        t_4 = -tf.where(mask, 2.0 * t_1, t_3)
-        expm1_t_4 = tf.math.expm1(t_4)
-        t_5 = expm1_t_4 * tf.math.exp(t_4)
-        t_6 = t_5 * width
-        # d(out)/d(r) = -2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
-        #     (morse.output)
-        grad_r = upstream * tf.math.multiply_no_nan(-2.0 * t_6, depth)
-        # d(out)/d(r0) = 2*depth*width*exp(-width*(r - r0))*expm1(-width*(r - r0))
-        #     (morse.output)
-        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
-        grad_r0 = _unbroadcast(upstream * tf.math.multiply_no_nan(2.0 * t_6, depth), r0)
-        # d(out)/d(depth) = expm1(-width*(r - r0))**2  (morse.output)
-        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
-        grad_depth = _unbroadcast(upstream * expm1_t_4 * expm1_t_4, depth)
-        # d(out)/d(width) = 2*depth*(-r + r0)*exp(-width*(r - r0))*expm1(-width*(r -
-        #     r0))  (morse.output)
-        #   unbroadcast [] from [..., n]: batch dims and axes from run-time shapes
-        grad_width = _unbroadcast(
-            upstream
-            * tf.where(
-                mask,
-                tf.math.multiply_no_nan(-t * t_5 * 4.0, depth),
-                tf.math.multiply_no_nan(-t_2 * t_5 * 2.0, depth),
+                tf.math.is_inf(t_8),
+                tf.math.multiply_no_nan(-t * t_6 * 4.0, depth),
+                tf.math.multiply_no_nan(t_6 * t_8 * 2.0, depth),
             ),
             width,
         )

@@ -108,6 +108,9 @@ class _BroadcastingPrinter(Pinned, NumPyPrinter):
     def _print_Or(self, expr):
         return self._logical(expr, "logical_or")
 
+    def _print_overflowed(self, expr):
+        return f"isinf({self._print(expr.args[0])})"
+
     def _print_ITE(self, expr):
         # NumPyPrinter's select(..., default=nan) makes a boolean if-then-else a float
         # array, which select() then refuses as a condition (a where() whose condition

@@ -20,8 +20,8 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, sigmoid,
-    softplus, xdivy, xlog1py, xlogy,
+    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
+    sigmoid, softplus, xdivy, xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
@@ -1438,17 +1438,16 @@ def test_zero_factors_leave_poles_bounded_rests_and_dependent_factors(expr):
 
 
 def test_split_differences_halve_a_scaled_difference_of_inputs():
-    """-d*(x - r) (Morse's exponent): where x - r overflowed (beyond the dtype's largest
-    number) it is -2*d*(x/2 - r/2), whose halves cannot overflow; only there (the
-    halves' product is subnormal where d*(x - r) is just above the smallest normal
-    number); a difference with no input scale, or of non-inputs, stays."""
-    got, used = guards.split_differences(-d * (x - r), {x, y, d, r}, "float32")
+    """-d*(x - r) (Morse's exponent): where x - r overflowed (tf.math.is_inf) it is
+    -2*d*(x/2 - r/2), whose halves cannot overflow; only there (the halves' product is
+    subnormal where d*(x - r) is just above the smallest normal number); a difference
+    with no input scale, or of non-inputs, stays."""
+    got, used = guards.split_differences(-d * (x - r), {x, y, d, r})
     assert used == ("split_difference",)
-    largest = sympy.Float(float(np.finfo(np.float32).max), 17)
-    assert got == sympy.Piecewise((-2 * d * (x / 2 - r / 2), sympy.Abs(x - r) > largest),
+    assert got == sympy.Piecewise((-2 * d * (x / 2 - r / 2), overflowed(x - r)),
                                   (-d * (x - r), True))
     for same in (x - r, 2 * (x - r), d * (x**2 - r), d * (x - 1)):
-        assert guards.split_differences(same, {x, y, d, r}, "float32") == (same, ())
+        assert guards.split_differences(same, {x, y, d, r}) == (same, ())
 
 
 def test_split_gaussians_give_each_factor_of_the_power_its_share():

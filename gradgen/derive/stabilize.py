@@ -154,7 +154,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.vanishing_products(expr, dtype))
     inputs = {v.symbol for v in d.program.inputs}
     expr = d.applied(guards.split_gaussians(expr))
-    expr = d.applied(guards.split_differences(expr, inputs, dtype))
+    expr = d.applied(guards.split_differences(expr, inputs))
     expr = d.applied(guards.zero_factors(expr, inputs))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

@@ -61,6 +61,9 @@ class _SpecText(Pinned, StrPrinter):
     def _print_BooleanFalse(self, expr):
         return "False"
 
+    def _print_overflowed(self, expr):
+        return f"isinf({self._print(expr.args[0])})"
+
     def _print_Ratio(self, expr):
         a, b = (self.parenthesize(arg, PRECEDENCE["Mul"]) for arg in expr.args)
         return f"({a}/{b})"

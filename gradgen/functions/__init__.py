@@ -25,6 +25,7 @@ Definitions (as TensorFlow's ``tf.math`` functions of the same names):
     logsumexp(u1, ..., un) = log(exp(u1) + ... + exp(un))
     log1mexp(x) = log(1 - exp(x)), x <= 0 (no TensorFlow kernel: a runtime helper)
     nan_outside(v, cond) = v where cond holds, else NaN (keeps a written form's domain)
+    overflowed(u) = whether u as computed is +-inf (a condition: tf.math.is_inf)
 
 Non-smooth functions carry gradgen's subgradient conventions (README, "Kinks"):
     sign, floor, ceiling, Heaviside: derivative 0 everywhere (TensorFlow's convention
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from sympy.codegen.cfunctions import expm1, log1p
 
-from .internal import Const, Guard, Ratio, Recip, Square, nan_outside, squarings
+from .internal import Const, Guard, Ratio, Recip, Square, nan_outside, overflowed, squarings
 from .kinks import Heaviside, Max, Min, ceiling, floor, indicator, sign
 from .nan_safe import mul_no_nan, xdivy, xlog1py, xlogy
 from .registry import Function
@@ -70,6 +71,7 @@ __all__ = [
     "logcosh",
     "log1mexp",
     "nan_outside",
+    "overflowed",
     "erfc",
     "erfcx",
     "erfcx_recip",

@@ -13,6 +13,7 @@ import hashlib
 
 import sympy
 from sympy import S
+from sympy.logic.boolalg import BooleanFunction
 
 from ..pinned import srepr
 from .base import RealUnary
@@ -133,6 +134,18 @@ class Ratio(sympy.Function):
     def _eval_is_real(self):
         a, b = self.args
         return (a.is_real and b.is_real and b.is_nonzero) or None
+
+
+class overflowed(BooleanFunction):
+    """Whether ``u`` as computed is +-inf where its inputs are finite
+    (``tf.math.is_inf(u)``): the condition of a form that holds only there, printed the
+    same for every dtype. SymPy, whose real numbers are finite, never decides it."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, u):
+        return None
 
 
 class nan_outside(sympy.Function):

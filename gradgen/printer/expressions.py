@@ -376,6 +376,9 @@ class TFPrinter(Pinned, TensorflowPrinter):
         u, cond, safe = expr.args
         return f"tf.where({self._print(cond)}, {self._args([u, safe])})"
 
+    def _print_overflowed(self, expr):
+        return f"tf.math.is_inf({self._print(expr.args[0])})"
+
     def _print_nan_outside(self, expr):
         value, cond = expr.args
         self.uses_math = True

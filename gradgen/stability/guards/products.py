@@ -26,7 +26,7 @@ import sympy
 from sympy import S
 
 from ...functions import (
-    Ratio, Recip, expm1, mul_no_nan, nan_outside, sigmoid, squarings, xdivy,
+    Ratio, Recip, expm1, mul_no_nan, nan_outside, overflowed, sigmoid, squarings, xdivy,
 )
 from ...functions.declarations import of_class
 from ...pinned import mpmath_printer
@@ -438,30 +438,26 @@ def _unbounded(e) -> bool:
     return True
 
 
-def split_differences(expr, inputs, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``w * (a - b) * c`` -> ``Piecewise((w*(a/2 - b/2)*c*2, |a - b| > M), (w*(a - b)*c,
-    True))`` for inputs ``a``, ``b`` and ``w`` (``c``: the other factors; ``M`` the
-    dtype's largest finite number, so the first branch is where ``a - b`` overflowed):
-    ``r - r0`` at r = -3.4e38, r0 = 3.4e38 in float32 is inf though ``w * (a - b)`` is
-    finite (width = 1.2e-38 in Morse's ``-width * (r - r0)``: -8). The halves cannot
-    overflow, and the 2 comes last: it overflows only where the exact product does.
-    There both are above M/4, where halving is exact. Only there: ``w * (a/2 - b/2)``
-    is subnormal, and flushed to 0 on CPUs, where ``w * (a - b)`` is just above the
-    smallest normal number (w = 1.2e-38, a - b = 1.5). ``w`` is an input factor that
-    neither ``a`` nor ``b`` is, and stays a factor (for :func:`zero_factors`). Source:
-    the scaling of LAPACK's ``dlapy2``/``hypot``, by a power of 2 that is exact.
+def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``w * (a - b) * c`` -> ``Piecewise((w*(a/2 - b/2)*c*2, overflowed(a - b)),
+    (w*(a - b)*c, True))`` for inputs ``a``, ``b`` and ``w`` (``c``: the other factors;
+    ``overflowed``: ``tf.math.is_inf``): ``r - r0`` at r = -3.4e38, r0 = 3.4e38 in
+    float32 is inf though ``w * (a - b)`` is finite (width = 1.2e-38 in Morse's ``-width
+    * (r - r0)``: -8). The halves cannot overflow, and the 2 comes last: it overflows
+    only where the exact product does. There both are above a quarter of the largest
+    number, where halving is exact. Only there: ``w * (a/2 - b/2)`` is subnormal, and
+    flushed to 0 on CPUs, where ``w * (a - b)`` is just above the smallest normal
+    number (w = 1.2e-38, a - b = 1.5). ``w`` is an input factor that neither ``a`` nor
+    ``b`` is, and stays a factor (for :func:`zero_factors`). Source: the scaling of
+    LAPACK's ``dlapy2``/``hypot``, by a power of 2 that is exact.
 
     Args:
         expr: a real elementwise value or partial, ready to print.
         inputs: the op's input symbols.
-        dtype: the op's dtype (its largest number); nothing is done for another.
 
     Returns:
         The expression and the guard's name (``split_difference``) where it applied.
     """
-    fmt = formats.get(dtype)
-    if fmt is None:
-        return expr, ()
     used = set()
 
     def fix(e):
@@ -476,8 +472,7 @@ def split_differences(expr, inputs, dtype: str) -> tuple[sympy.Basic, tuple[str,
             used.add("split_difference")
             # a number times a sum alone would be distributed (2*(a/2 - b/2) is a - b);
             # the input w keeps the product a product
-            overflowed = sympy.Abs(a - b) > sympy.Float(fmt.largest, 17)
-            return sympy.Piecewise((sympy.Mul(2, *rest, a / 2 - b / 2), overflowed),
+            return sympy.Piecewise((sympy.Mul(2, *rest, a / 2 - b / 2), overflowed(a - b)),
                                    (e, True))
         return None
 
