@@ -269,7 +269,7 @@ def polynomials_beside(expr, points, dtype: str):
     return bottom_up(expr, beside)
 
 
-_SIDE_OF = {"from above": "+", "from below": "-", "from both sides": "-"}
+_SIDE_OF = {text: side for side, text in _SIDES.items()}  # derived points' sides
 
 
 def _polynomial_beside(rest, v, r, side, dtype):

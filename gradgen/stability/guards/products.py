@@ -210,10 +210,8 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
     1e30). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
     ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
     """
-    used = set()
-
     def fix(e):
-        if not isinstance(e, sympy.Mul) or len(e.free_symbols) != 1:
+        if len(e.free_symbols) != 1:
             return None
         (v,) = e.free_symbols
         decaying = [f for f in e.args if _decay_argument(f) is not None]
@@ -228,11 +226,25 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
             return None
         if not _zero_is_right(r, d, bound, v, dtype):
             return None
-        used.add("vanishing_product")
         return mul_no_nan(r, d)
 
-    out = bottom_up(expr, fix)
-    return out, tuple(sorted(used))
+    return _each_product(expr, fix, "vanishing_product")
+
+
+def _each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``expr`` with ``fix`` applied to each product, innermost first (``fix`` gives the
+    replacement, or None to keep it), and ``(name,)`` where it replaced one, else
+    ``()``: the walk the guards of this module share."""
+    fired = []
+
+    def on_product(e):
+        out = fix(e) if isinstance(e, sympy.Mul) else None
+        if out is not None:
+            fired.append(name)
+        return out
+
+    out = bottom_up(expr, on_product)
+    return out, (name,) if fired else ()
 
 
 def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
@@ -259,7 +271,8 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     The rest may have poles where an input is 0 (``r**-6``), and nowhere else
     (:func:`_poles`). At a pole the product has no value where ``a`` is 0 (0 * inf), so
     there it is computed as written, NaN (``tf.where(tf.equal(r, 0.0), ...)``). A pole
-    alone does not count as overflow: ``eps * sigma / r`` is left as it is.
+    alone does not count as overflow (a reciprocal overflows only at subnormal inputs):
+    ``eps * sigma / r`` is left as it is.
 
     Args:
         expr: a real elementwise value or partial, ready to print.
@@ -268,11 +281,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and the guard's name (``zero_factor``) where it applied.
     """
-    used = set()
-
     def fix(e):
-        if not isinstance(e, sympy.Mul):
-            return None
         free = [a for a in e.args if a not in inputs]
         scale = [f for f in e.args if f in inputs and not sympy.Mul(*free).has(f)]
         rest = sympy.Mul(*[a for a in e.args if a not in scale])
@@ -281,7 +290,6 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         poles = _poles(rest, inputs)
         if poles is None or not _can_overflow(_without_poles(rest, poles)):
             return None
-        used.add("zero_factor")
         quotient = _repeated_quotient(rest, sympy.Mul(*scale), poles)
         if quotient is not None:
             return quotient
@@ -291,8 +299,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         at_pole = sympy.Or(*[sympy.Eq(p, 0) for p in sorted(poles, key=str)])
         return sympy.Piecewise((e, at_pole), (guarded, True))
 
-    out = bottom_up(expr, fix)
-    return out, tuple(sorted(used))
+    return _each_product(expr, fix, "zero_factor")
 
 
 def _repeated_quotient(rest, a, poles):
@@ -458,26 +465,20 @@ def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and the guard's name (``split_difference``) where it applied.
     """
-    used = set()
-
     def fix(e):
-        if not isinstance(e, sympy.Mul):
-            return None
         for s in e.args:
             pair = _input_difference(s, inputs)
             if pair is None or not any(f in inputs and f not in pair for f in e.args):
                 continue
             a, b = pair
             rest = [f for f in e.args if f is not s]
-            used.add("split_difference")
             # a number times a sum alone would be distributed (2*(a/2 - b/2) is a - b);
             # the input w keeps the product a product
             return sympy.Piecewise((sympy.Mul(2, *rest, a / 2 - b / 2), overflowed(a - b)),
                                    (e, True))
         return None
 
-    out = bottom_up(expr, fix)
-    return out, tuple(sorted(used))
+    return _each_product(expr, fix, "split_difference")
 
 
 def _input_difference(s, inputs):
@@ -511,11 +512,7 @@ def split_gaussians(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and the guard's name (``split_gaussian``) where it applied.
     """
-    used = set()
-
     def fix(e):
-        if not isinstance(e, sympy.Mul):
-            return None
         for power in e.args:
             if not (isinstance(power, sympy.Pow) and power.exp.is_Integer
                     and power.exp >= 2 and not power.base.is_number):
@@ -530,12 +527,10 @@ def split_gaussians(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 rest = [a for a in e.args if a is not power and a is not f]
                 scaled = k * mul_no_nan(b, g) * b ** (n - 1) / n if g != 1 \
                     else k * b ** n / n
-                used.add("split_gaussian")
                 return sympy.Mul(*rest, squarings(mul_no_nan(b, sympy.exp(scaled)), n))
         return None
 
-    out = bottom_up(expr, fix)
-    return out, tuple(sorted(used))
+    return _each_product(expr, fix, "split_gaussian")
 
 
 def _gaussian_exponent(u, power):
