@@ -385,20 +385,12 @@ def _example_ops():
 
 # Real findings of the audit (each checked by hand against the printed code), kept
 # visible as expected failures until the forms are fixed.
-KNOWN = {
-    ("potentials", "morse"): "the partial in width at r = -r0 = -3.4e38, width = depth = "
-    "1.2e-38 (exact -1.4e8): (r/2 - r0/2) times the exponentials overflows before depth "
-    "brings it back; depth first is NaN at more points (depth * (r/2 - r0/2) is inf "
-    "where width = 0 makes the exponentials' factor 0)",
-}
+KNOWN: dict = {}
 
 
 # Real points where the generated form is less accurate than the form as written (the
 # audit's comparison, gradgen.stability.audit.written), each checked by hand.
 KNOWN_WORSE = {
-    ("potentials", "morse"): "zero_factor multiplies depth in last (depth * width first "
-    "overflows where the rest is 0): width times the exponentials underflows to 0 at "
-    "width = 2e-33, depth = -7e26, where the form as written gives 2.04e-12",
     ("seeds", "scaled_sum"): "the constant applied last (so that 2 * scale cannot "
     "overflow before a + b = 0) lets scale * (a + b) underflow to a subnormal first: 0 "
     "where the value is 1.2e-38, just above float32's smallest normal number",

@@ -20,7 +20,7 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Ratio, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
+    Guard, Ratio, Recip, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
     sigmoid, softplus, xdivy, xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
@@ -404,6 +404,8 @@ LIMITS = [
     (-(x**-2), None),  # -oo
     (y / x**2, None),  # oo*sign(y)
     (-y / x**2, None),  # -oo*sign(y)
+    # zoo*y**6*sign(y**6): Lennard-Jones' second derivative at r = 0
+    (y**6 * (24 - 48 * y**6 / x**6) * Recip(x) / x**6, None),
     (sin(1 / x), None),  # AccumBounds(-1, 1)
     (sympy.Function("f")(x) / x, None),  # unevaluated Limit
 ]
@@ -418,6 +420,8 @@ def test_private_taylor_refuses_infinite_coefficients():
     # Private: an infinite coefficient with a finite limit at 0 is not reachable from
     # removable_singularities (its `limit_at_zero` rejects such expressions first).
     assert taylor.taylor_polynomial(sin(x) / x + oo * y, x, 4) is None
+    # a pole's series is nan (Lennard-Jones' second derivative in r)
+    assert taylor.taylor_polynomial(y**6 * (24 - 48 * y**6 / x**6) / x**7, x, 4) is None
     assert taylor.taylor_polynomial(sin(x) / x + y, x, 4) == _horner(
         [1 + y, 0, Rational(-1, 6), 0, Rational(1, 120)])
 
@@ -1401,8 +1405,17 @@ def test_split_exponentials_leave_what_does_not_outlive_its_exponential(expr):
 ZERO_FACTORS = [
     (y * sympy.exp(x), mul_no_nan(sympy.exp(x), y)),
     (y * expm1(-d * (x - r))**2, mul_no_nan(expm1(-d * (x - r))**2, y)),
-    # d also inside the rest: only y is the zero factor, and meets the rest last
-    (2 * y * d * sympy.exp(-d * x), mul_no_nan(2 * d * sympy.exp(-d * x), y)),
+    # d also inside the rest: only y is the zero factor; y meets d first where |y| and
+    # |d| straddle 1 (y*d between them), else d meets the exponential first
+    (2 * y * d * sympy.exp(-d * x), sympy.Piecewise(
+        (mul_no_nan(2 * sympy.exp(-d * x), mul_no_nan(d, y)),
+         (abs(y) - 1) * (abs(d) - 1) <= 0),
+        (mul_no_nan(2 * d * sympy.exp(-d * x), y), True))),
+    # a sum of inputs pairs alike (Morse's partial in its width)
+    (y * (x - r) * sympy.exp(d * x), sympy.Piecewise(
+        (mul_no_nan(sympy.exp(d * x), mul_no_nan(x - r, y)),
+         (abs(y) - 1) * (abs(x - r) - 1) <= 0),
+        (mul_no_nan((x - r) * sympy.exp(d * x), y), True))),
     (y * (x + r)**2, mul_no_nan((x + r)**2, y)),
     # y meets the powers first, the sum last
     (y * x**3 * sympy.exp(x), mul_no_nan(sympy.exp(x), mul_no_nan(x**3, y))),
@@ -1495,8 +1508,23 @@ def test_potentials_are_finite_where_products_and_differences_overflow(tf, build
     np.testing.assert_allclose([value[0], gr[0], gs, ge], [0.0, -24.0, 24.0, 0.0],
                                rtol=1e-6, atol=1e-30)
     # Morse at r = -r0 = -3.4e38, width = depth = 1.2e-38: u = -width*(r - r0) = 8
-    value, _, _, gd, _ = value_and_grads(module.morse, [-top], top, tiny, tiny)
+    value, _, _, gd, gw = value_and_grads(module.morse, [-top], top, tiny, tiny)
     np.testing.assert_allclose([value[0] / tiny, gd], [np.expm1(8.0)**2] * 2, rtol=1e-5)
+    # its partial in width there, 2*depth*(r0 - r)*exp(8)*expm1(8): depth meets r0 - r
+    # first (the three factors in an order that stays in range; was -inf)
+    with mpmath.workdps(30):
+        u, scale = mpmath.mpf(8), 2 * mpmath.mpf(float(tiny)) * 2 * mpmath.mpf(float(top))
+        exact_w = float(scale * mpmath.exp(u) * mpmath.expm1(u))
+    np.testing.assert_allclose(gw, exact_w, rtol=1e-5)
+    # and its partial in r at depth = -7e26, width = 2e-33: depth meets width first
+    # (width times the exponentials was subnormal, flushed to 0; exact 2.0e-12)
+    _, g_r, _, _, _ = value_and_grads(module.morse, [-3.55327e26], 5.3e-23, -7.12794e26,
+                                      2.00178e-33)
+    with mpmath.workdps(30):
+        d, w, t = (mpmath.mpf(float(np.float32(v))) for v in (-7.12794e26, 2.00178e-33,
+                                                               -3.55327e26))
+        exact_r = float(-2 * d * w * mpmath.exp(-w * t) * mpmath.expm1(-w * t))
+    np.testing.assert_allclose(g_r[0], exact_r, rtol=1e-5)
     # the kernel's derivative in gamma, -(x - c)**2 * exp(-gamma*(x - c)**2): -0 where
     # (x - c)**2 is inf and the exponential 0 (was NaN); -7.6e-13 at x - c = 1e20,
     # gamma = 1.2e-38, where (x - c)**2 overflows and the exponent is -120

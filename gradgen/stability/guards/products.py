@@ -337,8 +337,11 @@ def _scaled_last(rest, a):
     factors = sympy.Mul.make_args(rest)
     powers = [f for f in factors if isinstance(f, sympy.Pow) and not f.base.is_number]
     others = [f for f in factors if f not in powers]
+    if not powers:
+        paired = _paired_across_one(others, a)
+        return mul_no_nan(rest, a) if paired is None else paired
     balanced, leftover = _balanced(powers)
-    if not powers or all(f.is_number for f in others) and leftover == 1:
+    if all(f.is_number for f in others) and leftover == 1:
         return mul_no_nan(rest, a)
     inner = mul_no_nan(balanced, a)
     if leftover != 1:  # divided by (not times a reciprocal, 0 in float32 at r = 3e38)
@@ -346,6 +349,41 @@ def _scaled_last(rest, a):
     if all(f.is_number for f in others):
         return sympy.Mul(*others) * inner
     return mul_no_nan(sympy.Mul(*others), inner)
+
+
+def _paired_across_one(others, a):
+    """``a * x * E`` for the one factor ``x`` of ``others`` that is an input or a sum of
+    inputs (``E``: the other factors, not only numbers), in the order whose one
+    intermediate product lies between its factors or beside the result:
+    ``mul_no_nan(E, mul_no_nan(x, a))`` where ``|a|`` and ``|x|`` lie on opposite
+    sides of 1 (``(|a| - 1) * (|x| - 1) <= 0``), else ``mul_no_nan(x * E, a)``; None
+    for other factors.
+
+    Where ``a`` and ``x`` straddle 1, ``a * x`` lies between them and cannot overflow or
+    underflow; where they do not, either ``x * E`` lies between ``x`` and ``E`` or all
+    three are on one side of 1 and ``x * E`` lies between ``x`` and the result. So no
+    intermediate overflows (or underflows to 0) where the result is finite (and
+    normal). No fixed order does this: Morse's ``depth * width * exp(u) * expm1(u)``
+    needs ``depth * width`` first at depth = -7e26, width = 2e-33 (width times the
+    exponentials underflows to 0: exact 2.0e-12), and ``width * (...)`` first at depth
+    = width = 3.4e38, r = r0 (inf * 0). Source: the order of a product of three
+    factors that keeps every partial product in range, as in scaled products
+    (LAPACK's ``dnrm2`` keeps its sum in range by scaling)."""
+    plain = [f for f in others if not f.is_number and _linear_in_inputs(f)]
+    rest = [f for f in others if f not in plain]
+    if len(plain) != 1 or all(f.is_number for f in rest):
+        return None
+    (x,) = plain
+    e = sympy.Mul(*rest)
+    apart = (sympy.Abs(a) - 1) * (sympy.Abs(x) - 1) <= 0
+    return sympy.Piecewise((mul_no_nan(e, mul_no_nan(x, a)), apart),
+                           (mul_no_nan(x * e, a), True))
+
+
+def _linear_in_inputs(f) -> bool:
+    """Whether ``f`` is a symbol or a sum of numbers times symbols (``r0/2 - r/2``)."""
+    terms = sympy.Add.make_args(f)
+    return all(t.as_coeff_Mul()[1].is_Symbol for t in terms if not t.is_number)
 
 
 def _balanced(powers) -> tuple:
