@@ -53,6 +53,9 @@ ops:
     dtype: float32
     inputs: {x: [null]}
     output: (exp(x) - 1)/x
+  - name: lennard_jones
+    inputs: {r: [null], sigma: [], eps: []}
+    output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
   - name: scaled_tanh
     inputs: {x: [null, 3], b: [3], k: {shape: [], differentiable: false}, n: {shape: [], dtype: int32}}
     outputs:
@@ -133,6 +136,29 @@ def test_entropy_second_derivative_is_minus_one_over_p_where_p_squared_underflow
     want = np.float64([1e-20, 1e-3, 0.5])
     np.testing.assert_allclose(first, -(np.log(want) + 1), rtol=1e-6)
     np.testing.assert_allclose(second, -1 / want, rtol=1e-6)
+
+
+def test_lennard_jones_second_derivatives_with_its_scales(tf, orders):
+    """Lennard-Jones with eps and sigma at order 2 did not build: a removable-singularity
+    check took the pole at r = 0 of its second derivative for a fill (SymPy's limit
+    zoo*sigma**6*sign(sigma**6), whose series is nan: "NaN has no TensorFlow form").
+    Its Hessian in r, and the mixed partial in eps, against the exact ones."""
+    points = [0.9, 1.0, 1.5, 1e-3]
+    r = tf.constant(points, tf.float64)
+    sigma, eps = tf.constant(1.0, tf.float64), tf.constant(0.5, tf.float64)
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch([r, eps])
+        with tf.GradientTape() as inner:
+            inner.watch(r)
+            value = orders.lennard_jones(r, sigma, eps)
+        first = inner.gradient(value, r)
+    second, mixed = outer.gradient(first, r), outer.gradient(first, eps)
+    with mpmath.workdps(50):
+        v = [mpmath.mpf(p) for p in points]
+        want2 = [float(2 * (156 * q**-14 - 42 * q**-8)) for q in v]
+        want_mixed = float(sum(4 * (-12 * q**-13 + 6 * q**-7) for q in v))
+    np.testing.assert_allclose(second.numpy(), want2, rtol=1e-12)
+    np.testing.assert_allclose(mixed.numpy(), want_mixed, rtol=1e-12)
 
 
 def test_a_filled_limit_has_the_limit_of_its_derivative_at_second_order(tf, orders):

@@ -69,10 +69,11 @@ def limit_at_zero(expr, v):
         value = sympy.limit(meaning, v, 0, "+-")
     except SYMPY_CANNOT:  # SymPy cannot find it: no fill, not a crash
         return None
-    # not finite and real: zoo, +-oo and complex values are not real; +-oo*sign(y) are
-    # of unknown reality (so they are looked for); an unevaluated Limit still holds v
-    if value.is_real is False or value.has(v, sympy.oo, -sympy.oo, sympy.nan,
-                                           sympy.AccumBounds):
+    # not finite and real: +-oo and complex values are not real; +-oo*sign(y) and
+    # zoo*sigma**6*sign(sigma**6) (Lennard-Jones' second derivative at r = 0) are of
+    # unknown reality (so they are looked for); an unevaluated Limit still holds v
+    if value.is_real is False or value.has(v, sympy.oo, -sympy.oo, sympy.zoo,
+                                           sympy.nan, sympy.AccumBounds):
         return None
     return value
 

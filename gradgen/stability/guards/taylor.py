@@ -202,8 +202,9 @@ def taylor_polynomial(expr, v, degree: int):
     try:
         series = sympy.series(standard(expr), v, 0, degree + 1).removeO()
         poly = sympy.Poly(series, v)
-        # (zoo and nan make Poly or the checks below fail; removeO took the Order)
-        if any(c.has(sympy.oo) for c in poly.coeffs()):
+        # (removeO took the Order; a series with no expansion at 0 is nan: Lennard-
+        # Jones' second derivative, which has a pole there)
+        if any(c.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) for c in poly.coeffs()):
             return None
         # a function real only on one side of 0 (acos(-1 - 2/x)'s derivative, real for
         # x <= -1) has imaginary coefficients: no polynomial (it printed 1j into float
