@@ -823,8 +823,8 @@ def norm(x, y):
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
         is; worst error all 24 significant bits lost.
 
-    Accuracy audit of order 2: not run (tensor operations (unbroadcast): only
-        elementwise ops are audited).
+    Accuracy audit of order 2 (float32, 183 points): the gradient is finite wherever the
+        exact one is; worst error all 24 significant bits lost.
 
     Args:
         x: float32 tensor of shape [...].

@@ -348,17 +348,21 @@ def _note_unverified(generated, reporter: Reporter) -> None:
 
 
 def _note_audit(generated, reporter: Reporter) -> None:
-    """One note per op whose gradient the accuracy audit found NaN or inf where the
-    exact gradient is finite (not an error without --strict-accuracy)."""
+    """One note per op and derived order whose gradient the accuracy audit found NaN or
+    inf where the exact gradient is finite (not an error without --strict-accuracy,
+    which applies to the first order)."""
     if reporter.verbosity < 0:
         return
     for g in generated:
         for op, audit in g.audits.items():
-            bad = sorted({t.input for t in audit.gradients if t.nonfinite})
-            if bad:
+            for k, a in enumerate((audit, *g.level_audits.get(op, ())), start=1):
+                bad = sorted({t.input for t in a.gradients if t.nonfinite})
+                if not bad:
+                    continue
+                which = "" if k == 1 else f" of order {k}"
                 click.echo(
-                    f"gradgen: note: {g.doc.model.module}.{op}: the accuracy audit found "
-                    f"NaN or inf gradients where the exact ones are finite (inputs: "
+                    f"gradgen: note: {g.doc.model.module}.{op}: the accuracy audit{which} "
+                    f"found NaN or inf gradients where the exact ones are finite (inputs: "
                     f"{', '.join(bad)}); see gradgen explain {g.doc.path} "
                     f"{op.split(' (')[0]}",
                     err=True,

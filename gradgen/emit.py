@@ -57,7 +57,8 @@ def _relative_path(target: str, folder: str, what: str) -> str:
 class Generated:
     """One spec's output: the document, the module's facts, the ops' views (printed
     code, for the module and the emitted tests), the module text and, per op, the input
-    range where verification sampled (None when not verified)."""
+    range where verification sampled (None when not verified), its accuracy audit and
+    its derived orders' audits (orders 2 and up, in order)."""
 
     doc: SpecDocument
     meta: ModuleMeta
@@ -66,6 +67,7 @@ class Generated:
     ranges: dict = field(default_factory=dict, compare=False)
     audits: dict = field(default_factory=dict, compare=False)
     test_views: list = field(default_factory=list, compare=False)
+    level_audits: dict = field(default_factory=dict, compare=False)
 
 
 def _op_entry(
@@ -108,6 +110,7 @@ def _op_entry(
     # output does not depend on --no-verify); --strict-accuracy is applied on the cached
     # result, in _generate_one.
     from .stability.audit import OUT_OF_TIME, Audit, audit_in_budget
+    from .stability.audit.mirror import elementwise_reason
     from .stability.audit.report import docstring_line
     from .views import op_views, with_audit_line
 
@@ -115,7 +118,9 @@ def _op_entry(
         audit_in_budget(op_ir, views, partial(TFPrinter, op_ir.dtype)) if audit
         else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
     )
-    levels = [audit_in_budget(level, op_views(level), partial(TFPrinter, level.dtype))
+    elementwise = elementwise_reason(op_ir) is None
+    levels = [audit_in_budget(level, op_views(level), partial(TFPrinter, level.dtype),
+                              level=elementwise)
               for level in op_ir.levels] if audit \
         else []
     lines = [docstring_line(result)] + [
@@ -157,8 +162,8 @@ def _derive_print_verify(doc: SpecDocument, index: int, verify: bool):
 
 
 def _decoded(entry):
-    """(views, sampled range or None, audit) from an op's cache entry; None for a miss
-    or a malformed entry (which is a miss too)."""
+    """(views, sampled range or None, audit, derived orders' audits) from an op's cache
+    entry; None for a miss or a malformed entry (which is a miss too)."""
     from .stability.audit import Audit
 
     if not isinstance(entry, dict):
@@ -169,7 +174,8 @@ def _decoded(entry):
         if sampled is not None:
             low, high = (float(v) for v in sampled)
             sampled = (low, high)
-        return views, sampled, Audit.from_json(entry["audit"])
+        levels = tuple(Audit.from_json(a) for a in entry["levels"])
+        return views, sampled, Audit.from_json(entry["audit"]), levels
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -240,7 +246,7 @@ def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress
     from .spec import op_variants
     from .views import generic_test_views, generic_views
 
-    views, test_views, ranges, audits, problems = [], [], {}, {}, []
+    views, test_views, ranges, audits, levels, problems = [], [], {}, {}, {}, []
     for index, op in enumerate(doc.model.ops):
         dtypes = tuple(op.dtype) if isinstance(op.dtype, list) else None
         variants = op_variants(doc, index)
@@ -253,7 +259,7 @@ def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress
                 continue
             entries.append(entry)
             key = f"{op.name} ({dtype})" if dtype else op.name  # in notes, and below
-            ranges[key], audits[key] = entry[1], entry[2]
+            ranges[key], audits[key], levels[key] = entry[1], entry[2], entry[3]
             error = strict_error(entry[2]) if strict_accuracy else None
             if error is not None:
                 error.location = doc.location(("ops", index))
@@ -270,7 +276,7 @@ def _generate_one(doc: SpecDocument, out_dir: str | None, verify: bool, progress
     if problems:
         raise SpecError(problems)
     text = _format(render_module(meta, views), len(test_views), f"module {meta.name}")
-    return Generated(doc, meta, views, text, ranges, audits, test_views)
+    return Generated(doc, meta, views, text, ranges, audits, test_views, levels)
 
 
 def _name_clashes(doc: SpecDocument, views: list) -> list[Diagnostic]:

@@ -60,9 +60,10 @@ def explain_spec(
     return "\n".join(sections)
 
 
-def _audit(op):
+def _audit(op, level: bool = False):
     """The op's accuracy audit (:mod:`gradgen.stability.audit`), or None when its code
-    cannot be printed (the build reports that)."""
+    cannot be printed (the build reports that). ``level``: a derived order's VJP op of
+    an elementwise op (as the build audits it)."""
     from .stability.audit import audit_in_budget
     from .views import RenderError, op_views
 
@@ -70,7 +71,7 @@ def _audit(op):
         views = op_views(op)
     except RenderError:
         return None
-    return audit_in_budget(op, views, partial(TFPrinter, op.dtype))
+    return audit_in_budget(op, views, partial(TFPrinter, op.dtype), level=level)
 
 
 def _text(op, where, audit=None, note=None) -> str:
@@ -112,7 +113,9 @@ def _orders(op, audited: bool) -> list[str]:
     if op.level_note:
         return ["  higher orders: TensorFlow's autodiff of the VJP (order 2 not derived: "
                 f"{op.level_note})"]
-    lines = []
+    from .stability.audit.mirror import elementwise_reason
+
+    lines, elementwise = [], elementwise_reason(op) is None
     for k, level in enumerate(op.levels, start=2):
         lines.append(f"  order {k}: derived ({level.impl[1:-len('_vjp')]}: "
                      f"{len(level.partials)} partial derivatives of the order-{k - 1} "
@@ -121,7 +124,7 @@ def _orders(op, audited: bool) -> list[str]:
             if p.limits:
                 lines.append(f"    d({p.output})/d({p.wrt}):")
                 lines += [f"      {point}" for point in p.limits]
-        audit = _audit(level) if audited else None
+        audit = _audit(level, elementwise) if audited else None
         if audit is not None:
             from .stability.audit.report import explain_lines
 

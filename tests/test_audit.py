@@ -1879,3 +1879,33 @@ def test_audit_samples_declared_singular_points_and_domain_ends(tmp_path):
     for expr in (sympy.log(x**2 + 1), sympy.log(x * y), sympy.log(x + y), sympy.log(z),
                  sympy.sin(x), sympy.exp(x)):
         assert declared_points(expr, names) == set(), expr
+
+
+# ------------------------------------------------------------------ derived orders
+
+
+def test_derived_orders_of_broadcast_inputs_are_audited(tmp_path, no_cache):
+    """A derived order's VJP op unbroadcasts a scalar input's gradient (reduce_sum) and
+    broadcasts it back (unreduce); over sample points both are the identity, so the
+    order is audited (it was skipped as 'tensor operations'), its reference evaluates a
+    Guard's condition (a Python bool) and an `overflowed` condition, and the build
+    notes what it finds per order: Morse's second derivatives with a scalar width are
+    NaN where width**2 overflows beside an exponential that is 0."""
+    path = _spec(tmp_path, """
+        - name: morse
+          order: 3
+          inputs: {r: [null], r0: [], depth: [], width: []}
+          output: depth * (1 - exp(-width * (r - r0)))**2
+    """)
+    op = _op(path, "morse")
+    level = op.levels[0]
+    assert "tensor operations" in audit_op(level, op_views(level)).skipped
+    for level in op.levels:
+        audit = audit_op(level, op_views(level), level=True)
+        assert audit.skipped is None
+        assert any(t.counted for t in audit.targets)  # exact values exist
+    result = CliRunner().invoke(main, ["build", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "the accuracy audit of order 2 found NaN or inf" in _words(result.output)
+    text = _words((tmp_path / "out" / "audited.py").read_text())
+    assert "Accuracy audit of order 3 (float32, " in text

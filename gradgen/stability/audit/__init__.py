@@ -134,17 +134,18 @@ def _call_text(value) -> str:
 
 
 def audit_op(op: ir.OpIR, views, random_points: int | None = None,
-             printer=None) -> Audit:
+             printer=None, level: bool = False) -> Audit:
     """Audit ``op``, whose printed code is ``views`` (see the module docstring).
     ``printer``: makes a fresh :class:`gradgen.printer.TFPrinter` for ``op.dtype``, to
     print the forms as written each target is also measured against (:mod:`.written`);
-    None leaves them unmeasured."""
+    None leaves them unmeasured. ``level``: ``op`` is a derived order's VJP op of an
+    elementwise op, whose unbroadcasting reductions are audited as the identity."""
     fmt = formats.get(op.dtype)
     if fmt is None:
         return Audit(op.name, op.dtype, skipped=f"{op.dtype} ops are not audited")
     if not any(i.grad for i in op.inputs):
         return Audit(op.name, op.dtype, skipped="no differentiable input")
-    reason = elementwise_reason(op)
+    reason = elementwise_reason(op, level)
     if reason is not None:
         return Audit(op.name, op.dtype, skipped=f"{reason}: only elementwise ops are audited")
     points = sample(op, fmt, seed_text(op), random_points)
@@ -217,7 +218,7 @@ def _num(value) -> float | str:
     return value
 
 
-def audit_in_budget(op: ir.OpIR, views, printer=None) -> Audit:
+def audit_in_budget(op: ir.OpIR, views, printer=None, level: bool = False) -> Audit:
     """:func:`audit_op` under the per-op time budget (:mod:`gradgen.budget`); an audit
     that runs out of time is reported as not run, never as a failure."""
     from ...budget import BudgetExceeded, op_seconds, time_budget
@@ -226,7 +227,7 @@ def audit_in_budget(op: ir.OpIR, views, printer=None) -> Audit:
     try:
         with time_budget(op_seconds()) as budget, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, never the user's
-            return audit_op(op, views, printer=printer)
+            return audit_op(op, views, printer=printer, level=level)
     except BudgetExceeded as e:
         if e.budget is not budget:
             raise  # the build's budget ran out: the build reports it

@@ -49,15 +49,23 @@ class MirrorError(Exception):
     """The printed code uses something the NumPy mirror does not have."""
 
 
-def elementwise_reason(op: ir.OpIR) -> str | None:
-    """None when ``op`` is elementwise (the audit can run it), else why not."""
+# A derived order's VJP op of an elementwise op: its forward is the first-order VJP,
+# whose reductions unbroadcast gradients, and its gradient broadcasts them back
+# (``unreduce``); over sample points of one shape both are the identity.
+LEVEL_CALLS = ELEMENTWISE_CALLS | {"unreduce"}
+
+
+def elementwise_reason(op: ir.OpIR, level: bool = False) -> str | None:
+    """None when ``op`` is elementwise (the audit can run it), else why not. ``level``:
+    ``op`` is a derived order's VJP op of an elementwise op (:data:`LEVEL_CALLS`)."""
+    allowed = LEVEL_CALLS if level else ELEMENTWISE_CALLS
     forward_calls = {
         c.fn for s in op.forward + op.reference for c in _calls(s.value)
-    } - {"cast"}
+    } - ({"cast"} | (allowed if level else set()))
     if forward_calls:
         return "tensor operations (" + ", ".join(sorted(forward_calls)) + ")"
     backward_calls = {c.fn for s in op.backward + op.recomputed for c in _calls(s.value)}
-    other = backward_calls - ELEMENTWISE_CALLS
+    other = backward_calls - allowed
     if other:
         return "tensor operations in the gradient (" + ", ".join(sorted(other)) + ")"
     return None
@@ -250,6 +258,9 @@ class _TF:
 
     def broadcast_to(self, x, shape):
         return self._point_shaped(x)
+
+    def expand_dims(self, x, axis):  # before broadcast_to, in a gradient's unreduce
+        return x
 
     def _point_shaped(self, x):
         t = self._t(x)

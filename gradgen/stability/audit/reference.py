@@ -100,21 +100,28 @@ _NAMESPACE = {
 
 class _ReferencePrinter(Pinned, MpmathPrinter):
     """SymPy's mpmath printer, with a power whose exponent is not a number as
-    :func:`_pow` (a number's power, x**2 or sqrt, prints as before)."""
+    :func:`_pow` (a number's power, x**2 or sqrt, prints as before), and ``overflowed``
+    (a guard's condition, in a derived order's reference) as False: exact values do not
+    overflow, and the guard's forms are equal."""
 
     def _print_Pow(self, expr, rational=False):
         if expr.exp.is_number:
             return super()._print_Pow(expr, rational=rational)
         return f"_pow({self._print(expr.base)}, {self._print(expr.exp)})"
 
+    def _print_overflowed(self, expr):
+        return "False"
+
 
 def _evalf_function(cls):
     """Fallback for a function the namespace lacks: SymPy's evalf at the working
-    precision (slow, but exact; every gradgen function evaluates through evalf)."""
+    precision (slow, but exact; every gradgen function evaluates through evalf). A
+    condition argument (a Guard's, in a derived order's reference) is a Python bool."""
 
     def call(*args):
         prec = mpmath.mp.prec
-        value = cls(*(sympy.Float(a, precision=prec) for a in args)).evalf(
+        value = cls(*(sympy.true if a is True else sympy.false if a is False
+                      else sympy.Float(a, precision=prec) for a in args)).evalf(
             n=int(prec / 3.32) + 5
         )
         if not value.is_real:
@@ -134,18 +141,24 @@ def _tree_size(expr, sizes: dict) -> int:
 def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
     """Each output of the forward as written, in the input symbols.
 
+    A derived order's VJP op (its forward the first-order VJP) unbroadcasts gradients
+    and broadcasts them back: over sample points of one shape these are the identity
+    (:data:`IDENTITY_CALLS`; :func:`.mirror.elementwise_reason` lets them through for
+    such ops only).
+
     Raises:
         NotImplementedError: the forward as written holds a call other than an integer
-            input's cast (a tensor operation: such ops are not elementwise), an output
-            is not written in the inputs, or the tree is too large to audit.
+            input's cast or an unbroadcast (a tensor operation: such ops are not
+            elementwise), an output is not written in the inputs, or the tree is too
+            large to audit.
     """
     values: dict = {}
     for stmt in op.reference:
         value = stmt.value
-        if isinstance(value, ir.Call):
-            if value.fn != "cast":
+        while isinstance(value, ir.Call):
+            if value.fn != "cast" and value.fn not in IDENTITY_CALLS:
                 raise NotImplementedError(f"{value.fn} in the forward as written")
-            (value,) = value.args
+            value = value.args[0]
         values[stmt.target] = value
     # Tree sizes with earlier targets written out, bounded before anything is built:
     # a chain of intermediates each used twice doubles at every step.
@@ -173,6 +186,10 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
         out.append(value)
     return out
 
+
+# Calls that are the identity over sample points of one shape (a gradient's
+# unbroadcasting, and its adjoint broadcasting back).
+IDENTITY_CALLS = frozenset({"reduce_sum", "unbroadcast", "unreduce", "broadcast_to"})
 
 # Largest tree (intermediates substituted, shared parts counted each time) audited.
 MAX_REFERENCE_SIZE = 3000
