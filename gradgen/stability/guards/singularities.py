@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sympy
+from sympy.logic.boolalg import Boolean
 
 from ...functions import Guard, mul_no_nan
 from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
@@ -229,8 +230,11 @@ def _cancelled_rational(part, v):
     ``v`` whose pole at ``v = 0`` cancels (``-2*x/(y**3*(x**2/y**2 + 1)**2)`` from
     atan(x/y)'s derivatives is ``-2*x*y/(x**2 + y**2)**2``): the same value, finite at 0,
     with no Taylor polynomial (SymPy's series took 30 s on that one). None where it is not
-    rational in ``v``, too large, or its pole stays."""
-    if sympy.count_ops(part) > LIMIT_MAX_OPS or not part.is_rational_function(v):
+    rational in ``v`` (a Guard's condition inside, from a derived order: asinh(x/s)'s
+    second derivative), too large, or its pole stays."""
+    if sympy.count_ops(part) > LIMIT_MAX_OPS or any(
+        isinstance(a, Boolean) for a in sympy.preorder_traversal(part)
+    ) or not part.is_rational_function(v):
         return None
     try:
         cancelled = sympy.cancel(part)
