@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sympy
-from sympy.logic.boolalg import Boolean
+from sympy.core.relational import Relational
+from sympy.logic.boolalg import BooleanFunction
 
 from ...functions import Guard, mul_no_nan
 from .constants import LIMIT_MAX_OPS, TAYLOR_DEGREE
@@ -232,9 +233,8 @@ def _cancelled_rational(part, v):
     with no Taylor polynomial (SymPy's series took 30 s on that one). None where it is not
     rational in ``v`` (a Guard's condition inside, from a derived order: asinh(x/s)'s
     second derivative), too large, or its pole stays."""
-    if sympy.count_ops(part) > LIMIT_MAX_OPS or any(
-        isinstance(a, Boolean) for a in sympy.preorder_traversal(part)
-    ) or not part.is_rational_function(v):
+    if sympy.count_ops(part) > LIMIT_MAX_OPS or part.atoms(Relational, BooleanFunction) \
+            or not part.is_rational_function(v):
         return None
     try:
         cancelled = sympy.cancel(part)
