@@ -56,6 +56,9 @@ ops:
   - name: asinh_scaled
     inputs: {x: [null], s: [null]}
     output: asinh(x / s)
+  - name: log_cdf
+    inputs: {x: [null]}
+    output: log(erfc(-x / sqrt(2)) / 2)
   - name: lennard_jones
     inputs: {r: [null], sigma: [], eps: []}
     output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
@@ -162,6 +165,22 @@ def test_lennard_jones_second_derivatives_with_its_scales(tf, orders):
         want_mixed = float(sum(4 * (-12 * q**-13 + 6 * q**-7) for q in v))
     np.testing.assert_allclose(second.numpy(), want2, rtol=1e-12)
     np.testing.assert_allclose(mixed.numpy(), want_mixed, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_of_the_normal_cdf_holds_in_its_tail(tf, orders, dtype):
+    """log(erfc(-x/sqrt(2))/2): the /2 kept the log-erfc rule from firing (log_mul
+    did not know erfc is positive), so the slope was NaN from x = -14 in float32 and
+    -38 in float64 (exact 14.07, 38.03); now log_erfc(-x/sqrt(2)) - log(2)."""
+    points = [-90.0, -38.0, -14.0, 0.0, 2.0]
+    x = tf.constant(points, dtype)
+    first, second = _derivatives(tf, orders.log_cdf, x, 2)
+    with mpmath.workdps(60):
+        f = lambda v: mpmath.log(mpmath.erfc(-v / mpmath.sqrt(2)) / 2)
+        want = [[float(mpmath.diff(f, mpmath.mpf(p), k)) for p in points] for k in (1, 2)]
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(first, want[0], rtol=rtol)
+    np.testing.assert_allclose(second, want[1], rtol=rtol)
 
 
 def test_a_guarded_derived_order_builds_and_holds(tf, orders):

@@ -29,6 +29,7 @@ from gradgen import stability as stable
 from gradgen import verify
 from gradgen.functions import (
     expm1,
+    log_erfc,
     log1mexp,
     log1p,
     logsumexp,
@@ -38,7 +39,7 @@ from gradgen.functions import (
 )
 
 x, y = sympy.symbols("x y", real=True)
-exp, log = sympy.exp, sympy.log
+exp, log, erfc, tanh = sympy.exp, sympy.log, sympy.erfc, sympy.tanh
 L2 = log(2)
 
 VARIANTS = {
@@ -106,6 +107,9 @@ VARIANTS = {
         (log(1 / exp(x) / sigmoid(x)), -x + softplus(-x)),
         (log(sigmoid(x) ** 2), -2 * softplus(-x)),
         (log(1 / softplus(x)), -log(softplus(x))),
+        # erfc is positive on the reals (SymPy cannot say): the log of a normal CDF
+        (log(erfc(x) / 2), log_erfc(x) - log(2)),
+        (log(3 * erfc(x)**2), 2 * log_erfc(x) + log(3)),
     ],
     "log1m_sigmoid": [
         (log1p(-sigmoid(x)), -softplus(x)),
@@ -120,6 +124,11 @@ VARIANTS = {
         (exp(x) / (1 + exp(x)), sigmoid(x)),
         (2 / (2 + 2 * exp(-x)), sigmoid(x)),
         ((1 + exp(-x)) ** -2, sigmoid(x) ** 2),
+    ],
+    "sigmoid_tanh": [
+        (sigmoid(x) - sigmoid(-x), tanh(x / 2)),
+        (1 - 2 * sigmoid(x), -tanh(x / 2)),
+        (y * sigmoid(x) - y * sigmoid(-x) + x, y * tanh(x / 2) + x),
     ],
     "sigmoid_difference": [
         (sigmoid(x) - sigmoid(x - 1), sigmoid(x) * sigmoid(1 - x) - sigmoid(-x) * sigmoid(x - 1)),
@@ -171,10 +180,11 @@ NEAR_MISSES = {
     "exp_mul": [exp(x) + exp(y), exp(x) * sigmoid(-x), x * exp(y)],
     "log_mul": [log(x * y), log(1 / x), log(2 * x)],
     "log1m_sigmoid": [log1p(sigmoid(x)), log(2 - sigmoid(x)), log1p(-2 * sigmoid(x))],
+    "sigmoid_tanh": [sigmoid(x) - sigmoid(y), 3 - 2 * sigmoid(x), sigmoid(x) + sigmoid(-x)],
     "sigmoid_difference": [
         sigmoid(x) + sigmoid(y),
         sigmoid(x) - 2 * sigmoid(y),
-        sigmoid(x) - sigmoid(-x),  # 2*sigmoid(x) - 1: no two tails near 1
+        sigmoid(x) - sigmoid(-x),  # tanh(x/2): sigmoid_tanh
     ],
     "sigmoid_ratio": [
         sigmoid(x) * sigmoid(-x),  # the derivative of sigmoid: stays a product
@@ -217,6 +227,7 @@ WITNESSES = {
     "exp_mul": [(exp(x) * exp(y), {x: 100.0, y: -100.0}, "float32", 0)],  # inf * 0
     "log_mul": [(log(1 / sigmoid(x)), {x: -100.0}, "float32", 0)],  # log(1/0)
     "log1m_sigmoid": [(log1p(-sigmoid(x)), {x: 37.0}, "float32", 0)],  # -inf, value -37
+    "sigmoid_tanh": [(sigmoid(x) - sigmoid(-x), {x: 1e-30}, "float32", 0)],  # 0, 5e-31
     "sigmoid_difference": [  # 0, value 3.5e-9 (softplus(x) - softplus(x - 1)'s slope)
         (sigmoid(x) - sigmoid(x - 1), {x: 20.0}, "float32", 0),
     ],
@@ -237,7 +248,7 @@ def test_tables_cover_the_new_rules():
     new = {
         "log1mexp", "logdiffexp", "log1p_expm1", "exp_log1p", "expm1_log1p",
         "log1m_sigmoid", "sigmoid_ratio", "logit_sigmoid", "sigmoid_logit",
-        "sigmoid_difference",
+        "sigmoid_difference", "sigmoid_tanh",
     }
     assert new <= set(stable.RULES_BY_NAME)
     for table in (VARIANTS, NEAR_MISSES, WITNESSES):
@@ -335,11 +346,12 @@ _REAL = {
     "R_log1mexp": lambda v: _rlog(1 - mpmath.exp(v)),
     "R_nan_outside": lambda v, cond: v if cond else mpmath.nan,
     "R_logsumexp": lambda *a: _rlog(mpmath.fsum(mpmath.exp(t) for t in a)),
+    "R_log_erfc": lambda v: _rlog(mpmath.erfc(v)),
 }
 _CLASSES = {
     sympy.log: "R_log", log1p: "R_log1p", expm1: "R_expm1", sigmoid: "R_sigmoid",
     softplus: "R_softplus", log1mexp: "R_log1mexp", nan_outside: "R_nan_outside",
-    logsumexp: "R_logsumexp",
+    logsumexp: "R_logsumexp", log_erfc: "R_log_erfc",
 }
 
 

@@ -74,6 +74,7 @@ EXAMPLES = {
     "log1m_sigmoid": (log1p(-sigmoid(x)), -softplus(x)),
     "sigmoid_ratio": (y * sigmoid(x) / sigmoid(-x), y * exp(x)),
     "logit_sigmoid": (softplus(x) - softplus(-x) + y, x + y),
+    "sigmoid_tanh": (y * sigmoid(x) - y * sigmoid(-x), y * sympy.tanh(x / 2)),
     "sigmoid_logit": (
         sigmoid(log(y**2 / (1 + y**2) / (1 - y**2 / (1 + y**2)))),
         nan_outside(y**2 / (1 + y**2), y**2 / (1 + y**2) <= 1),

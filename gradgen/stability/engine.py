@@ -52,6 +52,7 @@ ORDER = (
     "sigmoid_pow",
     "sigmoid_mul",
     "sigmoid_complement",
+    "sigmoid_tanh",
     "sigmoid_difference",
     "sigmoid_ratio",
     "logit_sigmoid",

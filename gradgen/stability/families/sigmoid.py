@@ -7,6 +7,7 @@
 | `sigmoid_pow` | (c + c·exp(w))^−n = c^−n · sigmoid(−w)^n | all real w | exp(w) overflows: 1/inf = 0 where the value is not 0, inf/inf in a product | logistic function definition |
 | `sigmoid_mul` | exp(u) · sigmoid(−u) = sigmoid(u) | all real u | exp(u)/(1 + exp(u)) is inf/inf = NaN for u > 88 (float32) | logistic function definition |
 | `sigmoid_complement` | 1 − sigmoid(u) = sigmoid(−u) | all real u | cancels to 0 for u > 17 (float32) | PyTensor `local_1msigmoid` |
+| `sigmoid_tanh` | σ(u) − σ(−u) = 2σ(u) − 1 = tanh(u/2) (times k; also k·σ(u) − k/2) | all real u | both near 1/2 cancel for small u: sigmoid(x)·sigmoid(−x)'s derivative was 0 at x = 1e-30 | σ(u) − σ(−u) = (e^(u/2) − e^(−u/2))/(e^(u/2) + e^(−u/2)) |
 | `sigmoid_difference` | σ(a) − σ(b) = σ(a)·σ(−b) − σ(b)·σ(−a) (both sigmoids with one coefficient; not b = −a) | all real a, b | both near 1 cancel: σ(x) − σ(x − 1) is 0 from x = 17 (float32), where it is 3.5e-9 at x = 20; both tails are small terms in the new form | σ(a)(1 − σ(b)) − σ(b)(1 − σ(a)) |
 | `sigmoid_ratio` | sigmoid(u)^n / sigmoid(−u)^n = exp(n·u) (the odds) | all real u | sigmoid(−u) underflows to 0 for u > 88 (float32): x/0 = inf where exp(u) is finite up to 88.7 | sigmoid(u) / sigmoid(−u) = exp(u)·(1 + exp(−u))/(1 + exp(−u)) |
 | `logit_sigmoid` | softplus(u) − softplus(−u) = u (log(s / (1 − s)) for s = sigmoid(u), split) | all real u | softplus(u) − softplus(−u) cancels to 0 for \\|u\\| < eps·softplus(0) and loses digits of u below 1 | softplus(u) − softplus(−u) = log(exp(u)) |
@@ -106,6 +107,24 @@ def _sigmoid_difference(expr):
                 continue  # sigmoid(u) - sigmoid(-u) is 2*sigmoid(u) - 1: no two tails
             difference = sigmoid(a) * sigmoid(-b) - sigmoid(b) * sigmoid(-a)
             return k * difference + (expr - t1 - t2)
+    return None
+
+
+def _sigmoid_tanh(expr):
+    # k*sigmoid(u) - k*sigmoid(-u) = k*tanh(u/2); k*sigmoid(u) - k/2 = (k/2)*tanh(u/2)
+    if not isinstance(expr, sympy.Add):
+        return None
+    constant = expr.as_coeff_Add()[0]
+    for term in expr.args:
+        k, f = term.as_independent(sigmoid, as_Add=False)
+        if not isinstance(f, sigmoid):
+            continue
+        u = f.args[0]
+        partner = -k * sigmoid(-u)
+        if partner in expr.args:
+            return k * sympy.tanh(u / 2) + (expr - term - partner)
+        if k.is_number and constant != 0 and constant == -k / 2:
+            return k / 2 * sympy.tanh(u / 2) + (expr - term - constant)
     return None
 
 
@@ -212,6 +231,14 @@ RULES: tuple[Rule, ...] = (
         "1 - sigmoid(u) = sigmoid(-u)",
         "1 - sigmoid(u) cancels to 0 for u > 17 in float32",
         _sigmoid_complement,
+    ),
+    Rule(
+        "sigmoid_tanh",
+        "sigmoid(u) - sigmoid(-u) = 2*sigmoid(u) - 1 = tanh(u/2)",
+        "two values near 1/2 cancel for small u: the derivative of sigmoid(x)*sigmoid(-x), "
+        "sigmoid(x)*sigmoid(-x)*(sigmoid(-x) - sigmoid(x)), was 0 at x = 1e-30 "
+        "(exact -6.25e-32)",
+        _sigmoid_tanh,
     ),
     Rule(
         "sigmoid_difference",
