@@ -1893,7 +1893,7 @@ def test_derived_orders_of_broadcast_inputs_are_audited(tmp_path, no_cache):
     NaN where width**2 overflows beside an exponential that is 0."""
     path = _spec(tmp_path, """
         - name: morse
-          order: 3
+          order: 2
           inputs: {r: [null], r0: [], depth: [], width: []}
           output: depth * (1 - exp(-width * (r - r0)))**2
     """)
@@ -1908,4 +1908,4 @@ def test_derived_orders_of_broadcast_inputs_are_audited(tmp_path, no_cache):
     assert result.exit_code == 0, result.output
     assert "the accuracy audit of order 2 found NaN or inf" in _words(result.output)
     text = _words((tmp_path / "out" / "audited.py").read_text())
-    assert "Accuracy audit of order 3 (float32, " in text
+    assert "Accuracy audit of order 2 (float32, " in text
