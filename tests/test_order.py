@@ -59,6 +59,9 @@ ops:
   - name: log_cdf
     inputs: {x: [null]}
     output: log(erfc(-x / sqrt(2)) / 2)
+  - name: bernoulli
+    inputs: {x: [null]}
+    output: where(x == 0, 1, x / expm1(x))
   - name: lennard_jones
     inputs: {r: [null], sigma: [], eps: []}
     output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
@@ -178,6 +181,24 @@ def test_log_of_the_normal_cdf_holds_in_its_tail(tf, orders, dtype):
     with mpmath.workdps(60):
         f = lambda v: mpmath.log(mpmath.erfc(-v / mpmath.sqrt(2)) / 2)
         want = [[float(mpmath.diff(f, mpmath.mpf(p), k)) for p in points] for k in (1, 2)]
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(first, want[0], rtol=rtol)
+    np.testing.assert_allclose(second, want[1], rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_pole_of_a_function_that_vanishes_is_filled(tf, orders, dtype):
+    """x/expm1(x) (the Bernoulli generating function; written with its value at 0):
+    its slope's pole is expm1(x)**-1, not a power of x, and was not seen: NaN at 0
+    (exact -1/2), 0 at 1e-30; its second derivative 0 at 1e-10 in float64 (exact 1/6).
+    Near 0 both are now the formula's Taylor polynomial."""
+    points = [0.0, 1e-30, -1e-10, 1e-3, 0.5, -3.0]
+    x = tf.constant(points, dtype)
+    first, second = _derivatives(tf, orders.bernoulli, x, 2)
+    with mpmath.workdps(60):
+        f = lambda v: v / mpmath.expm1(v) if v != 0 else mpmath.mpf(1)
+        want = [[float(mpmath.diff(f, mpmath.mpf(p), k)) if p != 0 else (-0.5, 1 / 6)[k - 1]
+                 for p in points] for k in (1, 2)]
     rtol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(first, want[0], rtol=rtol)
     np.testing.assert_allclose(second, want[1], rtol=rtol)

@@ -45,13 +45,28 @@ def _open_powers(expr) -> set:
     return found
 
 
+def _pole_in(p) -> sympy.Symbol | None:
+    """``v`` where the power ``p`` has a pole at ``v = 0``: ``v**(-n)`` for a real
+    symbol ``v``, or ``g(v)**(-n)`` for a function ``g`` of ``v`` alone that is 0 there
+    (``expm1(x)``, ``sin(x)``: the Bernoulli generating function ``x/expm1(x)``'s slope
+    was NaN at 0, exact -1/2); else None."""
+    if not p.exp.is_negative:
+        return None
+    base = p.base
+    if base.is_Symbol:
+        return base if base.is_real else None
+    if isinstance(base, sympy.Function) and not isinstance(base, sympy.Piecewise) \
+            and len(base.free_symbols) == 1:
+        (v,) = base.free_symbols
+        if v.is_real and _vanishes(base, v):
+            return v
+    return None
+
+
 def _poles(expr) -> list[sympy.Symbol]:
-    """Real symbols v with a factor v**(-n) somewhere in ``expr`` (outside Piecewise)."""
-    found = {
-        p.base
-        for p in _open_powers(expr)
-        if p.base.is_Symbol and p.base.is_real and p.exp.is_negative
-    }
+    """Real symbols v with a factor v**(-n), or a function of v that is 0 at v = 0 to a
+    negative power, somewhere in ``expr`` (outside Piecewise)."""
+    found = {v for p in _open_powers(expr) if (v := _pole_in(p)) is not None}
     return sorted(found, key=sympy.default_sort_key)
 
 
@@ -81,7 +96,7 @@ def limit_at_zero(expr, v):
 
 
 def _has_pole(expr, v) -> bool:
-    return any(p.base == v and p.exp.is_negative for p in _open_powers(expr))
+    return any(_pole_in(p) == v for p in _open_powers(expr))
 
 
 def _vanishes(expr, v) -> bool:
