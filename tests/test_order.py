@@ -54,6 +54,7 @@ ops:
     inputs: {x: [null]}
     output: (exp(x) - 1)/x
   - name: asinh_scaled
+    dtype: float64
     inputs: {x: [null], s: [null]}
     output: asinh(x / s)
   - name: log_cdf
@@ -63,6 +64,7 @@ ops:
     inputs: {x: [null]}
     output: where(x == 0, 1, x / expm1(x))
   - name: lennard_jones
+    dtype: float64
     inputs: {r: [null], sigma: [], eps: []}
     output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
   - name: scaled_tanh
