@@ -52,7 +52,8 @@ class MirrorError(Exception):
 # A derived order's VJP op of an elementwise op: its forward is the first-order VJP,
 # whose reductions unbroadcast gradients, and its gradient broadcasts them back
 # (``unreduce``); over sample points of one shape both are the identity.
-LEVEL_CALLS = ELEMENTWISE_CALLS | {"unreduce"}
+UNBROADCAST_CALLS = frozenset({"reduce_sum", "unbroadcast", "unreduce", "broadcast_to"})
+LEVEL_CALLS = ELEMENTWISE_CALLS | UNBROADCAST_CALLS
 
 
 def elementwise_reason(op: ir.OpIR, level: bool = False) -> str | None:
@@ -61,7 +62,7 @@ def elementwise_reason(op: ir.OpIR, level: bool = False) -> str | None:
     allowed = LEVEL_CALLS if level else ELEMENTWISE_CALLS
     forward_calls = {
         c.fn for s in op.forward + op.reference for c in _calls(s.value)
-    } - ({"cast"} | (allowed if level else set()))
+    } - {"cast"} - (LEVEL_CALLS if level else frozenset())
     if forward_calls:
         return "tensor operations (" + ", ".join(sorted(forward_calls)) + ")"
     backward_calls = {c.fn for s in op.backward + op.recomputed for c in _calls(s.value)}

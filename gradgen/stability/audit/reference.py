@@ -36,6 +36,7 @@ from ... import ir
 from ...functions import declarations as fns
 from ...pinned import LAMBDIFY_SETTINGS, Pinned
 from ..formats import Format
+from .mirror import UNBROADCAST_CALLS
 from ..guards.limits import filled_points_smoothed
 
 FINITE, OVERFLOW, UNDEFINED = 1, 2, 0
@@ -143,8 +144,8 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
 
     A derived order's VJP op (its forward the first-order VJP) unbroadcasts gradients
     and broadcasts them back: over sample points of one shape these are the identity
-    (:data:`IDENTITY_CALLS`; :func:`.mirror.elementwise_reason` lets them through for
-    such ops only).
+    (:data:`.mirror.UNBROADCAST_CALLS`; :func:`.mirror.elementwise_reason` lets them
+    through for such ops only).
 
     Raises:
         NotImplementedError: the forward as written holds a call other than an integer
@@ -156,7 +157,7 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
     for stmt in op.reference:
         value = stmt.value
         while isinstance(value, ir.Call):
-            if value.fn != "cast" and value.fn not in IDENTITY_CALLS:
+            if value.fn != "cast" and value.fn not in UNBROADCAST_CALLS:
                 raise NotImplementedError(f"{value.fn} in the forward as written")
             value = value.args[0]
         values[stmt.target] = value
@@ -186,10 +187,6 @@ def _outputs(op: ir.OpIR) -> list[sympy.Expr]:
         out.append(value)
     return out
 
-
-# Calls that are the identity over sample points of one shape (a gradient's
-# unbroadcasting, and its adjoint broadcasting back).
-IDENTITY_CALLS = frozenset({"reduce_sum", "unbroadcast", "unreduce", "broadcast_to"})
 
 # Largest tree (intermediates substituted, shared parts counted each time) audited.
 MAX_REFERENCE_SIZE = 3000
