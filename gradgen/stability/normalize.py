@@ -112,8 +112,16 @@ def expm1_term(expr) -> tuple | None:
 
 
 def positive_factors(expr) -> list | None:
-    """The factors of a product or power ``expr`` if SymPy proves each one positive."""
+    """The factors of a product or power ``expr`` if each one is positive: as SymPy
+    proves, or a real power of an erfc of a real argument (erfc is positive on the
+    reals, which SymPy does not know: ``log(erfc(u)/2)``, the log of a normal CDF)."""
     factors = sympy.Mul.make_args(expr)
-    if all(f.is_positive for f in factors):
+    if all(f.is_positive or _erfc_power(f) for f in factors):
         return list(factors)
     return None
+
+
+def _erfc_power(f) -> bool:
+    """Whether ``f`` is ``erfc(u)**p`` (``p`` 1 or real) with ``u`` real."""
+    base, p = (f.base, f.exp) if isinstance(f, sympy.Pow) else (f, S.One)
+    return isinstance(base, sympy.erfc) and bool(base.args[0].is_real) and bool(p.is_real)

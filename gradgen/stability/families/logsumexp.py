@@ -66,12 +66,12 @@ def _log_mul(expr):
     # log(a * b / c) = log(a) + log(b) - log(c) when every factor is positive, and
     # log(1 / a) = -log(a); only where a factor is an exponential, a sigmoid, a softplus,
     # a logsumexp or a sum of exponentials (the forms other rules continue from)
-    # (or an erfc of a real argument, positive though SymPy cannot say so: log(erfc(u)/2),
-    # the log of a normal CDF, reaches log_erfc as log(erfc(u)) - log(2))
+    # (or an erfc of a real argument: log(erfc(u)/2), the log of a normal CDF, reaches
+    # log_erfc as log(erfc(u)) - log(2))
     if isinstance(expr, sympy.log):  # (one argument: SymPy divides log(x, b))
         arg = expr.args[0]
         if isinstance(arg, (sympy.Mul, sympy.Pow)):
-            factors = positive_factors(arg) or _with_erfc(arg)
+            factors = positive_factors(arg)
             if factors is not None and any(
                 isinstance(_base(f), (sympy.exp, sigmoid, softplus, logsumexp, sympy.erfc))
                 or _exp_terms(_base(f))
@@ -87,17 +87,6 @@ def _log_of(f):
     if f.is_Pow and isinstance(f.base, sympy.erfc):
         return f.exp * sympy.log(f.base)
     return sympy.expand_log(sympy.log(f), force=False)
-
-
-def _with_erfc(expr) -> list | None:
-    """The factors of ``expr`` where each is positive or an erfc of a real argument
-    (erfc is positive on the reals), and one is such an erfc; else None."""
-    factors = sympy.Mul.make_args(expr)
-    erfcs = [f for f in factors if isinstance(_base(f), sympy.erfc)
-             and _base(f).args[0].is_real and (f.exp.is_real if f.is_Pow else True)]
-    if erfcs and all(f in erfcs or f.is_positive for f in factors):
-        return list(factors)
-    return None
 
 
 def _softmax(expr):
