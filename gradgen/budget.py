@@ -10,11 +10,11 @@ ran out (:attr:`BudgetExceeded.budget`), so each level reports only its own. It 
 threads, Windows) it guards nothing and the size limits of :mod:`gradgen.expr` and
 :mod:`gradgen.derive` still apply.
 
-The defaults are :data:`DEFAULT_SECONDS` per op (deriving, printing and verifying it;
-formatting a module gets its ops' budgets together) and :data:`DEFAULT_BUILD_SECONDS`
-for a whole ``build`` or ``check``; ``GRADGEN_OP_TIMEOUT`` and
-``GRADGEN_BUILD_TIMEOUT`` (seconds, in (0, :data:`MAX_SECONDS`]) override them, and any
-other value of either is a usage error naming the variable.
+The defaults are :data:`DEFAULT_SECONDS` per op and derivative order (deriving,
+printing and verifying it; formatting a module gets its ops' budgets together) and
+:data:`DEFAULT_BUILD_SECONDS` for a whole ``build`` or ``check``; ``GRADGEN_OP_TIMEOUT``
+and ``GRADGEN_BUILD_TIMEOUT`` (seconds, in (0, :data:`MAX_SECONDS`]) override them, and
+any other value of either is a usage error naming the variable.
 """
 
 from __future__ import annotations
@@ -67,13 +67,16 @@ def _seconds(variable: str, default: float) -> float:
     return value
 
 
-def op_seconds() -> float:
-    """The per-op budget: ``GRADGEN_OP_TIMEOUT``, else :data:`DEFAULT_SECONDS`.
+def op_seconds(order: int = 1) -> float:
+    """The budget of an op derived symbolically up to ``order``: ``GRADGEN_OP_TIMEOUT``
+    (else :data:`DEFAULT_SECONDS`) per order, since each derived order is another
+    derivation, print and verification of about the first one's size; ``order`` is at
+    most ``spec.limits.MAX_ORDER``, so the budget stays bounded.
 
     Raises:
         UsageError: the variable is set to anything but a number in (0, 86400].
     """
-    return _seconds("GRADGEN_OP_TIMEOUT", DEFAULT_SECONDS)
+    return _seconds("GRADGEN_OP_TIMEOUT", DEFAULT_SECONDS) * max(order, 1)
 
 
 def build_seconds() -> float:

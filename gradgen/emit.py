@@ -93,7 +93,7 @@ def _op_entry(
         progress(f"{doc.model.module}.{op.name}")
     from .budget import BudgetExceeded, op_seconds, time_budget
 
-    seconds, budget = op_seconds(), None
+    seconds, budget = op_seconds(op.order or 1), None
     try:
         with time_budget(seconds) as budget:
             op_ir, views, sampled = _derive_print_verify(doc, index, verify)
@@ -103,7 +103,7 @@ def _op_entry(
         raise SpecError(Diagnostic(
             doc.location(("ops", index)),
             f"deriving, printing and verifying this op took longer than {seconds:g} s "
-            "(GRADGEN_OP_TIMEOUT); simplify the expression, or split it into `where` "
+            "(GRADGEN_OP_TIMEOUT per derivative order); simplify the expression, or split it into `where` "
             "intermediates", op.name, None,
         )) from None
     # The accuracy audit always runs (its sentence is part of the docstring, so the

@@ -27,7 +27,8 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
             TensorFlow ops (the message names the op and the function); or when the
             op takes longer than its time budget or nests too deeply.
     """
-    seconds = op_seconds()
+    order = doc.model.ops[index].order or 1
+    seconds = op_seconds(order)
     # SymPy memoizes constructions and assumption queries process-wide; which equal
     # form a later construction returns can depend on what was built before (a long
     # test session, several specs in one build). Each op starts from an empty cache,
@@ -41,7 +42,6 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
         if isinstance(e, BudgetExceeded) and e.budget is not budget:
             raise  # an enclosing budget (the op's, the build's) ran out: it reports
         loc = ("ops", index)
-        order = doc.model.ops[index].order or 1
         reason = (
             f"deriving this op took longer than {seconds:g} s"
             + (f" (with its derived VJPs up to order {order}; `order: 1` derives the "

@@ -189,13 +189,16 @@ _DEEP = "version: 1\nmodule: m\nops:\n  - name: g\n    inputs: {x: [3]}\n    out
 
 
 @pytest.mark.parametrize(
-    "raised, reason",
+    "order, raised, reason",
     [
-        (None, "deriving this op took longer than 0.25 s"),  # runs out of its budget
-        (RecursionError(), "this op's expressions are nested too deeply"),
+        (1, None, "deriving this op took longer than 0.25 s"),  # runs out of its budget
+        # each derived order has the budget again
+        (3, None, "deriving this op took longer than 0.75 s (with its derived VJPs up to "
+                  "order 3; `order: 1` derives the first only)"),
+        (1, RecursionError(), "this op's expressions are nested too deeply"),
     ],
 )
-def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, reason):
+def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, order, raised, reason):
     from gradgen.spec import parse_spec
 
     def runaway(*args):
@@ -206,7 +209,8 @@ def test_a_runaway_derivation_is_a_spec_error_at_the_op(monkeypatch, raised, rea
     monkeypatch.setenv("GRADGEN_OP_TIMEOUT", "0.25")
     monkeypatch.setattr(gradgen.pipeline, "derive", runaway)
     with pytest.raises(SpecError) as info:
-        gradgen.pipeline.derive_op(parse_spec(_DEEP.encode(), "s.yaml"), 0)
+        spec = _DEEP + (f"    order: {order}\n" if order > 1 else "")
+        gradgen.pipeline.derive_op(parse_spec(spec.encode(), "s.yaml"), 0)
     (d,) = info.value.diagnostics
     assert d.format() == (
         f"s.yaml:4:5: error: op 'g': {reason}; simplify the expression, or split it into "
