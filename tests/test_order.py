@@ -57,6 +57,11 @@ ops:
     dtype: float64
     inputs: {x: [null], s: [null]}
     output: asinh(x / s)
+  - name: gauss_dip
+    order: 3
+    dtype: float32
+    inputs: {x: [null]}
+    output: expm1(-x**2)
   - name: log_cdf
     inputs: {x: [null]}
     output: log(erfc(-x / sqrt(2)) / 2)
@@ -254,6 +259,20 @@ def test_expm1_ratio_is_finite_where_exp_overflows_at_every_order(tf, orders):
         with mpmath.workdps(50):
             want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
         np.testing.assert_allclose(got.numpy(), want, rtol=4e-7)
+
+
+def test_a_vanishing_product_with_an_upstream_factor_is_guarded_at_every_order(tf, orders):
+    """expm1(-x**2)'' = upstream * (4x**2 - 2) * exp(-x**2): the guard of 0 * inf
+    (mul_no_nan) applied to products in one input only, and a derived order's products
+    hold its upstream too; the second and third derivatives were NaN from x = 1.9e19 in
+    float32 (x**2 inf, exp(-x**2) 0; exact 0)."""
+    points = np.float32([0.5, 3.0, 1e19, 1e30, -3e38])
+    got = _derivatives(tf, orders.gauss_dip, tf.constant(points), 3)
+    f = lambda v: mpmath.expm1(-v**2)
+    for k, values in enumerate(got, start=1):
+        with mpmath.workdps(50):
+            want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
+        np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-30)
 
 
 def test_log_erfc_second_derivative_holds_where_the_quotient_rule_cancels(tf, orders):

@@ -205,30 +205,42 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
     The value is unchanged wherever ``R`` is finite. Where ``D`` is 0, the product as
     written is 0 where ``R`` is finite and NaN where it overflowed; the check makes sure
     ``R`` overflows only where the exact product is below the dtype's smallest normal
-    number (0 is right) or above its largest. One input only: with two
+    number (0 is right) or above its largest. ``D`` and ``R`` are in one input: with two
     (``exp(-(x - y)) * x**2``), ``u`` can be moderate where ``R`` overflows (x = y =
-    1e30). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
+    1e30). Factors free of ``v`` stay outside, ``mul_no_nan(R, D) * w``: the upstream
+    gradient of a derived order (``upstream * (4*x**2 - 2) * exp(-x**2)``, the second
+    derivative of ``expm1(-x**2)``, NaN at x = 1e30 in float32). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
     ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
     """
     def fix(e):
-        if len(e.free_symbols) != 1:
-            return None
-        (v,) = e.free_symbols
-        decaying = [f for f in e.args if _decay_argument(f) is not None]
-        rest = [f for f in e.args if _decay_argument(f) is None]
-        if not decaying or not rest:
-            return None
-        if not all(_polynomial_in(_decay_argument(f), v) for f in decaying):
-            return None
-        d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
-        bound = _polynomial_bound(r, v)
-        if bound is None or not _overflows(bound, v):
-            return None
-        if not _zero_is_right(r, d, bound, v, dtype):
-            return None
-        return mul_no_nan(r, d)
+        for v in sorted(e.free_symbols, key=sympy.default_sort_key):
+            if any(v in f.free_symbols and len(f.free_symbols) > 1 for f in e.args):
+                continue  # a factor in v and another input: u need not decay there
+            guarded = _in_one_input([f for f in e.args if f.free_symbols <= {v}], v, dtype)
+            if guarded is not None:
+                return sympy.Mul(guarded, *[f for f in e.args if not f.free_symbols <= {v}])
+        return None
 
     return _each_product(expr, fix, "vanishing_product")
+
+
+def _in_one_input(factors, v, dtype: str):
+    """``mul_no_nan(R, D)`` for the product of ``factors`` (numbers and functions of
+    ``v`` alone), split into the decaying ``D`` and the rest ``R``, where
+    :func:`vanishing_products` applies; else None."""
+    decaying = [f for f in factors if _decay_argument(f) is not None]
+    rest = [f for f in factors if _decay_argument(f) is None]
+    if not decaying or not rest:
+        return None
+    if not all(_polynomial_in(_decay_argument(f), v) for f in decaying):
+        return None
+    d, r = sympy.Mul(*decaying), sympy.Mul(*rest)
+    bound = _polynomial_bound(r, v)
+    if bound is None or not _overflows(bound, v):
+        return None
+    if not _zero_is_right(r, d, bound, v, dtype):
+        return None
+    return mul_no_nan(r, d)
 
 
 def _each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
