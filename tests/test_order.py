@@ -62,6 +62,11 @@ ops:
     dtype: float32
     inputs: {x: [null]}
     output: expm1(-x**2)
+  - name: logistic_density
+    order: 3
+    dtype: float64
+    inputs: {x: [null]}
+    output: sigmoid(x) * (1 - sigmoid(x))
   - name: log_cdf
     inputs: {x: [null]}
     output: log(erfc(-x / sqrt(2)) / 2)
@@ -273,6 +278,19 @@ def test_a_vanishing_product_with_an_upstream_factor_is_guarded_at_every_order(t
         with mpmath.workdps(50):
             want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
         np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-30)
+
+
+def test_a_sigmoid_difference_with_a_common_factor_is_a_tanh_at_third_order(tf, orders):
+    """sigmoid(x)*(1 - sigmoid(x))''' holds ``A*sigmoid(-x)/2 - A*sigmoid(x)/2`` with ``A`` a
+    sum: the pair, written with A distributed in one term, was not seen as
+    ``A*tanh(x/2)/2`` and cancelled to 0 near 0, leaving the value 4x off at x = 1e-30
+    (and 1e-10 in float32)."""
+    points = np.float64([1e-30, -1e-10, 0.3, 20.0])
+    third = _derivatives(tf, orders.logistic_density, tf.constant(points), 3)[2]
+    f = lambda v: _sigmoid(v) * (1 - _sigmoid(v))
+    with mpmath.workdps(50):
+        want = [float(mpmath.diff(f, mpmath.mpf(float(p)), 3)) for p in points]
+    np.testing.assert_allclose(third, want, rtol=1e-12)
 
 
 def test_log_erfc_second_derivative_holds_where_the_quotient_rule_cancels(tf, orders):

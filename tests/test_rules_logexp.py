@@ -129,6 +129,10 @@ VARIANTS = {
         (sigmoid(x) - sigmoid(-x), tanh(x / 2)),
         (1 - 2 * sigmoid(x), -tanh(x / 2)),
         (y * sigmoid(x) - y * sigmoid(-x) + x, y * tanh(x / 2) + x),
+        # a coefficient that is a sum: -(a - 2b)/2 distributes to b - a/2, so the pair
+        # differs in form (sigmoid(x)*(1 - sigmoid(x)))''' was 4x off at x = 1e-30)
+        ((y - 2 * x**2) * sigmoid(-x) / 2 - (y - 2 * x**2) * sigmoid(x) / 2,
+         -((y / 2 - x**2) * tanh(x / 2))),
     ],
     "sigmoid_difference": [
         (sigmoid(x) - sigmoid(x - 1), sigmoid(x) * sigmoid(1 - x) - sigmoid(-x) * sigmoid(x - 1)),

@@ -115,14 +115,16 @@ def _sigmoid_tanh(expr):
     if not isinstance(expr, sympy.Add):
         return None
     constant = expr.as_coeff_Add()[0]
-    for term in expr.args:
-        k, f = term.as_independent(sigmoid, as_Add=False)
+    split = [(term, *term.as_independent(sigmoid, as_Add=False)) for term in expr.args]
+    for term, k, f in split:
         if not isinstance(f, sigmoid):
             continue
         u = f.args[0]
-        partner = -k * sigmoid(-u)
-        if partner in expr.args:
-            return k * sympy.tanh(u / 2) + (expr - term - partner)
+        for partner, j, g in split:
+            # (-k distributes a number over a sum, (P - 2t)/2 as P/2 - t: compared
+            # expanded, as a derived order writes them)
+            if g == sigmoid(-u) and (j == -k or sympy.expand(j + k) == 0):
+                return k * sympy.tanh(u / 2) + (expr - term - partner)
         if k.is_number and constant != 0 and constant == -k / 2:
             return k / 2 * sympy.tanh(u / 2) + (expr - term - constant)
     return None
