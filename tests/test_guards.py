@@ -1221,6 +1221,31 @@ def test_vanishing_product_second_order_stays_finite_at_moderate_inputs(tf, buil
     np.testing.assert_allclose(h, exact, rtol=1e-12, atol=1e-14)
 
 
+# ------------------------------------------------------------ paired_quotients
+
+T = Ratio(x, y) ** 2
+PAIRED = [
+    # g * A / (c + g): the ratio g/(c + g) first (Cauchy's second derivative: t * (c**2
+    # / (1 + t)) / (1 + t), whose quotient underflowed at x = 1e10 in float32)
+    (T * xdivy(-xdivy(y**2, T + 1), T + 1),
+     mul_no_nan(Ratio(T, T + 1), -xdivy(y**2, T + 1))),
+    (x**2 * r * (x**2 + 3) ** -2, r * Ratio(x**2, x**2 + 3) / (x**2 + 3)),
+    # g's coefficient is the product's: 2 x**2 / (1 + 2 x**2) = Ratio(2 x**2, ...)
+    (x**2 * Ratio(y, 2 * x**2 + 1), Ratio(2 * x**2, 2 * x**2 + 1) * y / 2),
+    # left alone: no factor of g in the product; q has no number in it; q is not a sum
+    (y * (x**2 + 1) ** -2, y * (x**2 + 1) ** -2),
+    (x * (x + y) ** -2, x * (x + y) ** -2),
+    (x * y**-2, x * y**-2),
+]
+
+
+@pytest.mark.parametrize("written, expected", PAIRED, ids=str)
+def test_paired_quotients(written, expected):
+    out, used = guards.paired_quotients(written)
+    assert out == expected
+    assert used == (("paired_quotient",) if out != written else ())
+
+
 # ------------------------------------------------------------ exponent_logs
 
 EXPONENT_LOGS = [

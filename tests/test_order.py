@@ -67,6 +67,11 @@ ops:
     dtype: float64
     inputs: {x: [null]}
     output: sigmoid(x) * (1 - sigmoid(x))
+  - name: log1p_square
+    order: 3
+    dtype: float32
+    inputs: {x: [null]}
+    output: log(1 + x**2)
   - name: log_cdf
     inputs: {x: [null]}
     output: log(erfc(-x / sqrt(2)) / 2)
@@ -291,6 +296,20 @@ def test_a_sigmoid_difference_with_a_common_factor_is_a_tanh_at_third_order(tf, 
     with mpmath.workdps(50):
         want = [float(mpmath.diff(f, mpmath.mpf(float(p)), 3)) for p in points]
     np.testing.assert_allclose(third, want, rtol=1e-12)
+
+
+def test_a_quotient_by_a_sum_meets_the_term_it_grows_with_first(tf, orders):
+    """log(1 + x**2)''' = 4x(x**2 - 3)/(1 + x**2)**3 holds x**2 * (...)/(1 + x**2)**2
+    products: (1 + x**2)**2 overflows from x = 1.8e19 in float32 and its quotients
+    underflow from x = 1e10, where the third derivative is 4e-30 and was 0
+    (paired_quotient: x**2/(1 + x**2) first)."""
+    points = np.float32([0.5, -3.0, 1e10, -3e12])
+    got = _derivatives(tf, orders.log1p_square, tf.constant(points), 3)
+    f = lambda v: mpmath.log(1 + v**2)
+    for k, values in enumerate(got, start=1):
+        with mpmath.workdps(50):
+            want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
+        np.testing.assert_allclose(values, want, rtol=1e-5, err_msg=f"order {k}")
 
 
 def test_log_erfc_second_derivative_holds_where_the_quotient_rule_cancels(tf, orders):

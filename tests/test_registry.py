@@ -553,6 +553,14 @@ def test_guards_derivatives_of_what_they_do_not_hold_are_zero():
     assert internal.nan_outside(Y, X > 0).diff(X) is S.Zero
 
 
+def test_quotients_divide_twice_rather_than_by_a_square():
+    """d/dy x/y is -(x/y)/y for Ratio and xdivy alike: y**2 overflows (y > 1.8e19 in
+    float32) or underflows where (x/y)/y is finite; xdivy keeps its 0 where x is 0."""
+    assert internal.Ratio(X, Y).diff(Y) == -internal.Ratio(X, Y) * internal.Recip(Y)
+    assert nan_safe.xdivy(X, Y).diff(Y) == nan_safe.xdivy(-nan_safe.xdivy(X, Y), Y)
+    assert nan_safe.xdivy(-X, X).diff(X) == 0  # (-1, a number: its derivative is 0)
+
+
 def test_log1mexp_derivative_is_nan_where_log1mexp_is():
     """For x > 0 log(1 - exp(x)) is NaN, and so is its derivative (exp(x) / expm1(x)
     alone is finite there)."""

@@ -155,6 +155,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     inputs = {v.symbol for v in d.program.inputs}
     expr = d.applied(guards.split_gaussians(expr))
     expr = d.applied(guards.split_differences(expr, inputs))
+    expr = d.applied(guards.paired_quotients(expr))
     expr = d.applied(guards.zero_factors(expr, inputs))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

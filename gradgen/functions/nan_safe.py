@@ -79,8 +79,11 @@ class xlog1py(sympy.Function):
 class xdivy(sympy.Function):
     """``x / y``, defined as 0 where ``x = 0`` (``tf.math.xdivy``).
 
-    Partials: d/dx = 1/y; d/dy = xdivy(-x, y**2) (0 where x = 0, where xdivy is 0 for
-    every y).
+    Partials: d/dx = 1/y; d/dy = xdivy(-xdivy(x, y), y) (0 where x = 0, where xdivy is
+    0 for every y): the quotient first, as :class:`Ratio`'s, since ``y**2`` overflows
+    where ``(x/y)/y`` need not (Cauchy's ``c**2/2*log(1 + (x/c)**2)`` holds
+    ``xdivy(c**2, 1 + t)``; its second derivative had the wrong sign at x = 1e10 in
+    float32, where ``(1 + t)**2`` is inf).
 
     A factor common to ``x`` and ``y`` cancels (:func:`_cancelled`): where it is 0 the
     quotient's value is its limit, not the convention 0. ``xdivy(p, p)`` is 1 and
@@ -102,7 +105,7 @@ class xdivy(sympy.Function):
 
     def fdiff(self, argindex=1):
         x, y = self.args
-        return 1 / y if argindex == 1 else xdivy(-x, y**2)
+        return 1 / y if argindex == 1 else xdivy(-xdivy(x, y), y)
 
     def _eval_evalf(self, prec):
         x, y = self.args

@@ -50,6 +50,10 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   the rest's powers and ``Q`` its other factors: 0 where ``a`` is 0 (``depth *
   expm1(-width*(r - r0))**2`` at depth = 0 and an overflowing rest: was NaN), and as
   written at a pole, where 0 * inf has no value.
+* :func:`paired_quotients`: ``g * A / (c + g)`` is ``Ratio(g, c + g) * A``: the ratio
+  lies in [0, 1] where the quotient alone underflows or overflows (Cauchy's loss's
+  second derivative at x = 1e10 in float32: ``c**2/(1 + t)/(1 + t)`` was 0, and the sign
+  wrong).
 * :func:`exponent_logs`: ``xlogy(k, x)`` in an exponential's argument is
   ``mul_no_nan(log(x), k)``: the same value, with a second derivative in ``k`` that is
   right in TensorFlow.
@@ -59,7 +63,8 @@ finite, plus the names of what it did (for the op's docstring).
 
 Layout: a module per family of guard, in the order :mod:`gradgen.derive` applies them
 (:mod:`.limits`, :mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
-:mod:`.exponentials`; :mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.exponents`), the helpers
+:mod:`.exponentials`; :mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.quotients`;
+:mod:`.exponents`), the helpers
 they share (:mod:`.walk`: expression walks; :mod:`.conditions`: a condition's bounds),
 and :mod:`.constants`: the :data:`GUARDS` table (guard name -> identity) and the numbers
 the guards are tuned by (:data:`EPSILON`, :data:`TAYLOR_DEGREE`...).
@@ -81,6 +86,7 @@ from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
 from .products import split_differences, split_gaussians, vanishing_products, zero_factors
+from .quotients import paired_quotients
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
 from .taylor import taylor_plan
@@ -100,6 +106,7 @@ __all__ = [
     "guard_branches",
     "kinks_to_piecewise",
     "limit_at_zero",
+    "paired_quotients",
     "removable_singularities",
     "singular_limits",
     "split_exponentials",

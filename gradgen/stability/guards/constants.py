@@ -52,6 +52,8 @@ GUARDS = {
     "factor of the power takes its share of the exponential (b**n may overflow)",
     "split_difference": "w*(a - b) as w*(a/2 - b/2)*2 where |a - b| > 1 (a - b may "
     "overflow, the halves cannot)",
+    "paired_quotient": "g*A/(c + g) as (g/(c + g))*A: the ratio lies in [0, 1] where "
+    "(c + g)**2 or A/(c + g) alone would overflow or underflow",
     "double_where": "where() branches evaluated at safe inputs where not selected",
     "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
     "0 and the polynomial R overflows (0 * inf, exactly 0)",

@@ -1,0 +1,99 @@
+"""Quotients by a sum ``q = c + g`` beside the term ``g`` it grows with:
+:func:`paired_quotients`.
+
+Receives: a real elementwise SymPy expression ready to print. Returns: the expression
+with each product ``g * A / q`` (``q`` a sum of a nonzero number ``c`` and a term
+``g``, the quotient written as a negative power of ``q``, ``xdivy(A, q)`` or
+``Ratio(A, q)``, and every factor of ``g`` also a factor of the product) computed as
+``Ratio(g, q) * A``: ``g / (c + g)`` lies between 0 and 1 where ``g`` and ``c`` have
+one sign, so it cannot overflow or underflow where ``g`` and ``q`` do. Also the names
+of the guards used (``paired_quotient``).
+
+Derivatives of ``log(c + g)`` and ``1/(c + g)`` bring such products:
+Cauchy's loss ``c**2/2 * log(1 + t)`` (``t = (x/c)**2``) has the second derivative
+``1/(1 + t) - 2 * t * (c**2/(1 + t))/(1 + t)`` in its second term, whose ``c**2 / (1 +
+t) / (1 + t)`` underflows (1e-40 at x = 1e10, c = 1 in float32: 0, flushed) where the
+product with ``t`` is -2e-20, and the second derivative took the wrong sign. Source:
+the balanced order of a product of powers (zero_factor's ``(sigma/r)**6``), applied to
+a sum and the term it grows with.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ...functions import Ratio, mul_no_nan, xdivy
+from .walk import bottom_up
+
+
+def _over(f):
+    """``(q, A, kind)`` for a factor that divides ``A`` by a sum ``q`` with a nonzero
+    number in it: ``q**-m`` (``A = q**(1 - m)``), ``xdivy(A, q)`` or ``Ratio(A, q)``;
+    else None."""
+    if isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0:
+        q, rest = f.base, f.base ** (f.exp + 1)
+    elif isinstance(f, (xdivy, Ratio)):
+        rest, q = f.args
+    else:
+        return None
+    if not isinstance(q, sympy.Add) or q.as_coeff_Add()[0] == 0:
+        return None
+    return q, rest, type(f)
+
+
+def _taken(args, factors):
+    """``args`` without one of each of ``factors`` (a product's factors); None where
+    one is missing."""
+    left = list(args)
+    for f in factors:
+        if f not in left:
+            return None
+        left.remove(f)
+    return left
+
+
+def _paired(e):
+    """``e`` (a product) with its first quotient by ``q = c + g`` paired with ``g``'s
+    factors (:func:`paired_quotients`); None where none is."""
+    for f in e.args:
+        found = _over(f)
+        if found is None:
+            continue
+        q, inner, kind = found
+        g = q - q.as_coeff_Add()[0]
+        k, g_rest = g.as_coeff_Mul()
+        left = _taken([a for a in e.args if a is not f], sympy.Mul.make_args(g_rest))
+        if left is None or g_rest == 1:
+            continue
+        ratio = Ratio(g, q) / k
+        if kind is xdivy:  # 0 where A is 0, as xdivy(A, q) is for every q
+            return sympy.Mul(*left, mul_no_nan(ratio, inner))
+        return sympy.Mul(*left, ratio, inner)
+    return None
+
+
+def paired_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``g * A / (c + g)`` -> ``Ratio(g, c + g) * A`` in every product (see the module
+    docstring); ``mul_no_nan(Ratio(g, q), A)`` where the quotient was ``xdivy(A, q)``
+    (0 where ``A`` is 0).
+
+    The value is unchanged wherever the product as written is finite (up to rounding:
+    one division for a multiplication and a division). Where ``q`` is 0 (``g = -c``),
+    ``g / q`` is inf as ``1 / q`` was.
+
+    Args:
+        expr: a real elementwise SymPy expression.
+
+    Returns:
+        The expression and ``("paired_quotient",)`` where it changed, else ``()``.
+    """
+    fired = []
+
+    def on_product(e):
+        out = _paired(e) if isinstance(e, sympy.Mul) else None
+        if out is not None:
+            fired.append(True)
+        return out
+
+    out = bottom_up(expr, on_product)
+    return out, ("paired_quotient",) if fired else ()
