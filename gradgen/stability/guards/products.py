@@ -32,7 +32,7 @@ from ...functions.declarations import of_class
 from ...pinned import mpmath_printer
 from .. import formats
 from .constants import SOUNDNESS_POINTS
-from .walk import as_polynomial, bottom_up, standard
+from .walk import as_polynomial, each_product, standard
 
 
 def _decay_argument(f):
@@ -221,7 +221,7 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
                 return sympy.Mul(guarded, *[f for f in e.args if not f.free_symbols <= {v}])
         return None
 
-    return _each_product(expr, fix, "vanishing_product")
+    return each_product(expr, fix, "vanishing_product")
 
 
 def _in_one_input(factors, v, dtype: str):
@@ -241,22 +241,6 @@ def _in_one_input(factors, v, dtype: str):
     if not _zero_is_right(r, d, bound, v, dtype):
         return None
     return mul_no_nan(r, d)
-
-
-def _each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``expr`` with ``fix`` applied to each product, innermost first (``fix`` gives the
-    replacement, or None to keep it), and ``(name,)`` where it replaced one, else
-    ``()``: the walk the guards of this module share."""
-    fired = []
-
-    def on_product(e):
-        out = fix(e) if isinstance(e, sympy.Mul) else None
-        if out is not None:
-            fired.append(name)
-        return out
-
-    out = bottom_up(expr, on_product)
-    return out, (name,) if fired else ()
 
 
 def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
@@ -311,7 +295,7 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
         at_pole = sympy.Or(*[sympy.Eq(p, 0) for p in sorted(poles, key=str)])
         return sympy.Piecewise((e, at_pole), (guarded, True))
 
-    return _each_product(expr, fix, "zero_factor")
+    return each_product(expr, fix, "zero_factor")
 
 
 def _repeated_quotient(rest, a, poles):
@@ -528,7 +512,7 @@ def split_differences(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
                                    (e, True))
         return None
 
-    return _each_product(expr, fix, "split_difference")
+    return each_product(expr, fix, "split_difference")
 
 
 def _input_difference(s, inputs):
@@ -580,7 +564,7 @@ def split_gaussians(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 return sympy.Mul(*rest, squarings(mul_no_nan(b, sympy.exp(scaled)), n))
         return None
 
-    return _each_product(expr, fix, "split_gaussian")
+    return each_product(expr, fix, "split_gaussian")
 
 
 def _gaussian_exponent(u, power):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sympy
 
 from ...functions import Ratio, mul_no_nan, xdivy
-from .walk import bottom_up
+from .walk import each_product
 
 
 def _over(f):
@@ -87,13 +87,4 @@ def paired_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and ``("paired_quotient",)`` where it changed, else ``()``.
     """
-    fired = []
-
-    def on_product(e):
-        out = _paired(e) if isinstance(e, sympy.Mul) else None
-        if out is not None:
-            fired.append(True)
-        return out
-
-    out = bottom_up(expr, on_product)
-    return out, ("paired_quotient",) if fired else ()
+    return each_product(expr, _paired, "paired_quotient")

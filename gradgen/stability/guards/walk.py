@@ -4,6 +4,8 @@
 * :func:`bottom_up`: receives an expression and a function of one node; returns the
   expression rebuilt from its leaves up, each node replaced by the function's value
   (None keeps the node).
+* :func:`each_product`: the same walk over products only, with the guard's name where
+  it changed one.
 * :func:`as_polynomial`: receives an expression and a symbol; returns the expression
   as a :class:`sympy.Poly` in that symbol, or None.
 * :func:`standard`: receives an expression; returns it with gradgen's stable
@@ -36,6 +38,22 @@ def bottom_up(expr, fn):
         return memo[e]
 
     return walk(expr)
+
+
+def each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``expr`` with ``fix`` applied to each product, innermost first (``fix`` gives the
+    replacement, or None to keep it), and ``(name,)`` where it replaced one, else
+    ``()``: the walk of the guards of products and quotients."""
+    fired = []
+
+    def on_product(e):
+        out = fix(e) if isinstance(e, sympy.Mul) else None
+        if out is not None:
+            fired.append(name)
+        return out
+
+    out = bottom_up(expr, on_product)
+    return out, (name,) if fired else ()
 
 
 def as_polynomial(e, v):
