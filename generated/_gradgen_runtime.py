@@ -432,6 +432,21 @@ def _logcosh(x):
     return tf.where(a < linear_from, small, a - 0.6931471805599453)  # log(2)
 
 
+# _erf: erf(x), finite where TensorFlow's float64 kernel is NaN (|x| >= 1e155).
+def _erf(x):
+    """erf(x), elementwise: tf.math.erf, with a float64 argument clamped to [-28, 28].
+
+    TensorFlow's float64 kernel is NaN from |x| = 1e155 (its rational approximation in
+    x**2 overflows), where erf(x) is +-1. In float64 erf(x) rounds to +-1 from |x| =
+    5.93 and its derivative, 2 exp(-x**2) / sqrt(pi), to 0 from 27.3, so the clamp
+    changes neither the value nor TensorFlow's derivative of this function (taken
+    beyond an op's declared order). Other dtypes: tf.math.erf, finite everywhere.
+    """
+    if x.dtype == tf.float64:
+        x = tf.math.minimum(tf.math.maximum(x, -28.0), 28.0)
+    return tf.math.erf(x)
+
+
 # _erfcx: exp(x**2) * erfc(x), by an asymptotic series where erfc underflows.
 # Where _erfcx switches to its asymptotic series: from x = 10 the series' first omitted
 # term, (2K + 1)!! / (2x**2)**(K + 1) with K = 12 terms, is 1e-17, below float64's unit

@@ -13,6 +13,7 @@ else:  # imported as a top-level module, its folder on sys.path
 
 _check_input = _runtime._check_input
 _cofactor = _runtime._cofactor
+_erf = _runtime._erf
 _erfcx_recip = _runtime._erfcx_recip
 _hypot = _runtime._hypot
 _log_erfc = _runtime._log_erfc
@@ -159,7 +160,7 @@ def _one_minus_erfc_vjp(u):
     Call `one_minus_erfc`, which checks the arguments first.
     """
     # one_minus_erfc.output
-    out = tf.math.erf(u)
+    out = _erf(u)
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (one_minus_erfc.output)
@@ -209,7 +210,7 @@ def _erfc_neg_minus_one_vjp(u):
     Call `erfc_neg_minus_one`, which checks the arguments first.
     """
     # erfc_neg_minus_one.output
-    out = tf.math.erf(u)
+    out = _erf(u)
 
     def grad(upstream):
         # d(out)/d(u) = 2*exp(-u**2)/sqrt(pi)  (erfc_neg_minus_one.output)

@@ -81,6 +81,7 @@ HELPERS: tuple[Helper, ...] = (
     _helper("_log_softmax_grad", "the VJP of log_softmax, accurate where one term dominates"),
     _helper("_extremum_grad", "the VJP of reduce_max and reduce_min: ties share the cotangent"),
     _helper("_logcosh", "log(cosh(x)) without overflow or cancellation"),
+    _helper("_erf", "erf(x), finite where TensorFlow's float64 kernel is NaN (|x| >= 1e155)"),
     _helper("_erfcx", "exp(x**2) * erfc(x), by an asymptotic series where erfc underflows"),
     _helper("_erfcx_recip", "1 / erfcx(x), finite where erfcx(x) is subnormal",
             ("_erfcx",)),

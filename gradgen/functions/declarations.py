@@ -75,7 +75,7 @@ FUNCTIONS: tuple[Function, ...] = (
              tf="tf.math.sqrt", numpy=np.sqrt, exact=True, domain=_NONNEGATIVE,
              singular=(0,), source="x**(1/2): SymPy's sqrt is a power"),
     *_TRANSCENDENTAL,
-    _unary("erf", sympy.erf, num.np_erf, mpmath.erf, grows=True, bound=1),
+    _unary("erf", sympy.erf, num.np_erf, mpmath.erf, grows=True, bound=1, helper="_erf"),
     Function("erfc", ELEMENTWISE, ("erfc",), build=sympy.erfc, classes=(sympy.erfc,),
              tf="tf.math.erfc", numpy=num.np_erfc, mpmath=num.mp_erfc, grows=True,
              source="1 - erf(x); gradgen.functions.smooth.erfc keeps erfc(-x) as written"),

@@ -48,7 +48,8 @@ class Function:
         arity: (fewest, most) arguments; most None for any number.
         args: the kind of each argument (:data:`VALUE` or :data:`REAL`), the last one
             repeated for the rest.
-        tf: the TensorFlow function it prints as (``tf.math.exp``), or None.
+        tf: the TensorFlow function it prints as (``tf.math.exp``), or None; with a
+            ``helper``, the TensorFlow kernel that helper wraps (``_erf``: ``tf.math.erf``).
         helper: the generated runtime helper it prints as (``_logcosh``), or None.
         numpy: float64 NumPy implementation (takes and returns arrays), or None.
         exact: ``numpy`` is exact (correctly rounded in every dtype: abs, floor...), so
@@ -99,7 +100,6 @@ class Function:
 
     def __post_init__(self):
         assert self.kind in KINDS, self.kind
-        assert not (self.tf and self.helper), self.name
         assert bool(self.spellings) == (self.kind != INTERNAL), self.name
         if self.kind in (MATRIX, REDUCTION, SOFTMAX):  # refused with their own reason
             assert self.holomorphic != bool(self.real_only), self.name

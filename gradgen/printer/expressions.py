@@ -298,7 +298,9 @@ class TFPrinter(Pinned, TensorflowPrinter):
         helper, a TensorFlow function of one argument, or one folded over two or more."""
         function = fns.of_class(type(expr))
         if function is not None and function.helper:
-            return f"{self.use_helper(function.helper)}({self._args(expr.args)})"
+            one = function.arity == (1, 1)
+            args = self._arg(expr.args[0]) if one else self._args(expr.args)
+            return f"{self.use_helper(function.helper)}({args})"
         if function is None or function.tf is None:
             raise PrintError(type(expr).__name__)
         if function.arity == (1, 1):

@@ -142,8 +142,9 @@ class _TF:
     def __init__(self, fmt: Format, n: int):
         self.fmt, self.n = fmt, n
         f, k = self._unary, self._kernel
-        # the declared functions TensorFlow has kernels for (gradgen.functions): exact
-        # ones as they are, the others rounded once from mpmath
+        # the declared functions TensorFlow has kernels for (gradgen.functions; a helper
+        # that wraps one, _erf, calls it): exact ones as they are, the others rounded
+        # once from mpmath
         math_ns = {
             d.tf_name: f(d.numpy) if d.exact else k(d.numpy, d.mpmath)
             for d in fns.FUNCTIONS
@@ -349,10 +350,11 @@ def environment(fmt: Format, n: int, helpers: tuple, inputs: dict) -> tuple:
 
 def _widens(helper) -> bool:
     """Whether a runtime helper computes in float64 for narrower dtypes (its code casts
-    its argument to float64): the stand-in has one format, so such a helper is run as
+    its argument to float64; ``_erf`` and ``_logcosh`` only compare the dtype with it,
+    and run as written): the stand-in has one format, so such a helper is run as
     its declared float64 NumPy implementation instead, rounded once to the format."""
     code = getattr(helper, "__code__", None)
-    return code is not None and "float64" in code.co_names
+    return code is not None and {"cast", "float64"} <= set(code.co_names)
 
 
 def _in_float64(tf_, numpy):
