@@ -121,6 +121,21 @@ TABLES = {
         ],
         {"x": [-3.0, 1e-20, 0.5, 1e30], "y": [4.0, -1e-25, 2.0], "z": [0.0, 7.0]},
     ),
+    "unit_complement": (
+        [
+            "1/sqrt(x**2 + y**2) - x**2/(x**2 + y**2)**(3/2)",  # d/dx x/|(x, y)|
+            "1/sqrt(1 + x**2) - x**2/(1 + x**2)**(3/2)",  # d/dx x/sqrt(1 + x**2)
+            "3*x**3/(1 + x**2)**(5/2) - 3*x/(1 + x**2)**(3/2)",  # its second
+            "y/(x**2 + y**2 + z**2)**(3/2) - y*z**2/(x**2 + y**2 + z**2)**(5/2)",
+        ],
+        [
+            "1/sqrt(x**2 + y**2) - 2*x**2/(x**2 + y**2)**(3/2)",
+            "1/sqrt(x**2 + y**2) - x/(x**2 + y**2)**(3/2)",
+            "1/sqrt(x**2 + y**2) + x**2/(x**2 + y**2)**(3/2)",
+            "1/sqrt(x**2 + y**2) - x**2/(x**2 + y**2)",
+        ],
+        {"x": [-3.0, 1e-20, 0.5, 1e30], "y": [4.0, -1e-25, 2.0], "z": [0.0, 7.0]},
+    ),
     "exp_log_power": (
         [
             "exp(p*log(x))",
@@ -197,6 +212,9 @@ WITNESSES = [
         "float64",
         None,
     ),
+    # 1 - (x/h)**2 is 0 from x = 4096 in float32: x/sqrt(1 + x**2)'s slope
+    ("unit_complement", "1/sqrt(1 + x**2) - x**2/(1 + x**2)**(3/2)", {"x": 1e5},
+     "float32", None),
     ("exp_log_power", "exp(p*log(x))", {"x": 0.0, "p": 0.0}, "float32", 1.0),
     # the derivative of exp(p*log(x) - y) in x at x = 0: 0 for p > 1 (0/0 as written)
     ("exp_power", "p*exp(p*log(x) - y)/x", {"x": 0.0, "p": 2.0, "y": 1.0}, "float32", 0.0),
@@ -299,7 +317,7 @@ def helpers_namespace(tf):
     """The runtime helpers these functions print as, executed with TensorFlow."""
     from gradgen.render import render_helpers
 
-    source = render_helpers(["_erfcx", "_log_erfc", "_hypot", "_logsumexp", "_logcosh"])
+    source = render_helpers(["_erf", "_erfcx", "_log_erfc", "_hypot", "_logsumexp", "_logcosh"])
     namespace = {"tf": tf, "math": math}
     exec(compile(source, "helpers.py", "exec"), namespace)
     return namespace

@@ -59,6 +59,8 @@ EXAMPLES = {
     "erfc_reflection": (1 + sympy.erf(x), fn.erfc(-x)),
     "log_erfc": (log(sympy.erfc(x)), fn.log_erfc(x)),
     "hypot": (sympy.sqrt(x**2 + y**2), fn.hypot(x, y)),
+    "unit_complement": (1 / fn.hypot(x, y) - x**2 / fn.hypot(x, y) ** 3,
+                        y**2 / fn.hypot(x, y) ** 3),
     "exp_log_power": (exp(y * log(x)), x**y),
     "exp_power": (exp(xlogy(y, x) + z) * fn.xdivy(y, x),
                   fn.mul_no_nan(exp(xlogy(y - 1, x) + z), y)),

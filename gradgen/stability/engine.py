@@ -40,6 +40,7 @@ ORDER = (
     "erfc_reflection",
     "log_erfc",
     "hypot",
+    "unit_complement",
     "sqrt_conjugate",  # after hypot: reads hypot(c, t) - c too
     "softplus",
     "log1mexp",  # before log1p, and reads log1p(-exp(u)) too: the stronger rule wins

@@ -2,6 +2,7 @@ r"""Norms: square roots of sums of squares, computed scaled (hypot).
 
 | rule | identity | domain | fails at | source |
 | --- | --- | --- | --- | --- |
+| `unit_complement` | k·h⁻ⁿ − k·a²·h⁻ⁿ⁻² = k·(b² + ...)·h⁻ⁿ⁻² for h = hypot(a, b, ...) (1 − (a/h)² is the other components' squares) | real a, b, ... | 1 − (x/h)² cancels to 0 for \|x\| > 4096·\|b\| in float32: x/sqrt(1 + x²)'s slope was 0 from x = 4096 (exact 1/x³·...), a norm's Hessian entry 1/h − x²/h³ 0 at (1e10, 1) | Pythagoras: h² − a² = b² + ... |
 | `hypot` | (t1² + t2² + ...)^(k/2) = hypot(t1, t2, ...)^k, k odd; c·t² counts as (√c·t)², a constant c > 0 as (√c)² | real tᵢ | naive: \|t\| > 1.8e19 in float32 (t² overflows: the norm is inf), \|t\| < 1e-19 (t² underflows: the gradient at (1e-20, 0) is 0/0, guarded to 0, instead of 1) | C99 `hypot`; Herbie `hypot` spec (src/platforms/c.rkt); LAPACK `dnrm2` scaling (Blue 1978, Anderson 2017) |
 
 hypot(t) is computed as ``m * sqrt(sum((ti / m)**2))`` with ``m = max |ti|`` held
@@ -55,7 +56,39 @@ def _hypot(expr):
     return hypot(*roots) ** int(k.p)
 
 
+def _hypot_power(term):
+    """``(h, m)`` for a term with a factor ``hypot(...)**-m`` (m an integer), else None."""
+    for f in sympy.Mul.make_args(term):
+        if isinstance(f, sympy.Pow) and isinstance(f.base, hypot) and f.exp.is_Integer:
+            return f.base, -int(f.exp)
+    return None
+
+
+def _unit_complement(expr):
+    # k/h**n - k*a**2/h**(n + 2) = k*(b**2 + ...)/h**(n + 2) for h = hypot(a, b, ...)
+    if not isinstance(expr, sympy.Add):
+        return None
+    for term in expr.args:
+        found = _hypot_power(term)
+        if found is None or found[1] < 2:
+            continue
+        h, m = found
+        for a in h.args:
+            partner = -term * h**2 / a**2  # k*h**-(m - 2), if term is -k*a**2*h**-m
+            if not a.is_number and partner in expr.args:
+                rest = sympy.Add(*(b**2 for b in h.args if b != a))
+                return partner * rest / h**2 + (expr - term - partner)
+    return None
+
+
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "unit_complement",
+        "k/h**n - k*a**2/h**(n + 2) = k*(b**2 + ...)/h**(n + 2), h = hypot(a, b, ...)",
+        "1 - (a/h)**2 cancels to 0 where |a| is far above the other components (x / "
+        "sqrt(1 + x**2)'s slope was 0 from x = 4096 in float32)",
+        _unit_complement,
+    ),
     Rule(
         "hypot",
         "(t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as "
