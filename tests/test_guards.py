@@ -1232,8 +1232,14 @@ PAIRED = [
     (x**2 * r * (x**2 + 3) ** -2, r * Ratio(x**2, x**2 + 3) / (x**2 + 3)),
     # g's coefficient is the product's: 2 x**2 / (1 + 2 x**2) = Ratio(2 x**2, ...)
     (x**2 * Ratio(y, 2 * x**2 + 1), Ratio(2 * x**2, 2 * x**2 + 1) * y / 2),
-    # left alone: no factor of g in the product; q has no number in it; q is not a sum
-    (y * (x**2 + 1) ** -2, y * (x**2 + 1) ** -2),
+    # no factor of g: the rest divided by q twice (atan(x)**2's second derivative,
+    # 2*(1 - 2*x*atan(x))/(1 + x**2)**2, was -0 at x = 1e10 in float32: (1 + x**2)**2 is
+    # inf; exact -6.3e-30)
+    (y * (x**2 + 1) ** -2, Ratio(Ratio(y, x**2 + 1), x**2 + 1)),
+    (y * r * (x**2 + 1) ** -3, Ratio(Ratio(Ratio(r * y, x**2 + 1), x**2 + 1), x**2 + 1)),
+    # left alone: a number over q**2 (no rest to divide); q has no number in it; q is
+    # not a sum
+    (3 * (x**2 + 1) ** -2, 3 * (x**2 + 1) ** -2),
     (x * (x + y) ** -2, x * (x + y) ** -2),
     (x * y**-2, x * y**-2),
 ]

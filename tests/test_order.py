@@ -72,6 +72,10 @@ ops:
     dtype: float32
     inputs: {x: [null]}
     output: log(1 + x**2)
+  - name: atan_square
+    dtype: float32
+    inputs: {x: [null]}
+    output: atan(x)**2
   - name: log_cdf
     inputs: {x: [null]}
     output: log(erfc(-x / sqrt(2)) / 2)
@@ -306,6 +310,19 @@ def test_a_quotient_by_a_sum_meets_the_term_it_grows_with_first(tf, orders):
     points = np.float32([0.5, -3.0, 1e10, -3e12])
     got = _derivatives(tf, orders.log1p_square, tf.constant(points), 3)
     f = lambda v: mpmath.log(1 + v**2)
+    for k, values in enumerate(got, start=1):
+        with mpmath.workdps(50):
+            want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]
+        np.testing.assert_allclose(values, want, rtol=1e-5, err_msg=f"order {k}")
+
+
+def test_a_square_of_a_sum_in_a_denominator_is_divided_by_in_turn(tf, orders):
+    """atan(x)**2'' = 2*(1 - 2x*atan(x))/(1 + x**2)**2: (1 + x**2)**2 overflows from x =
+    4.3e9 in float32, where the second derivative is -6.3e-30 at 1e10 and was -0
+    (paired_quotient: the rest divided by 1 + x**2 twice)."""
+    points = np.float32([0.5, -3.0, 1e10, -2e12])
+    got = _derivatives(tf, orders.atan_square, tf.constant(points), 2)
+    f = lambda v: mpmath.atan(v) ** 2
     for k, values in enumerate(got, start=1):
         with mpmath.workdps(50):
             want = [float(mpmath.diff(f, mpmath.mpf(float(p)), k)) for p in points]

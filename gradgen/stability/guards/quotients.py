@@ -69,13 +69,35 @@ def _paired(e):
         if kind is xdivy:  # 0 where A is 0, as xdivy(A, q) is for every q
             return sympy.Mul(*left, mul_no_nan(ratio, inner))
         return sympy.Mul(*left, ratio, inner)
+    return _divided_in_turn(e)
+
+
+def _divided_in_turn(e):
+    """``e`` (a product) with a factor ``q**-m`` (``q`` a sum with a nonzero number in
+    it, ``m >= 2``) as the rest divided by ``q`` ``m`` times: between the rest and the
+    result, each quotient is in range where both are (``q**2`` overflows from |q| =
+    1.8e19 in float32, where ``-2x/(1 + x**2)**2`` is -2e-30 at x = 1e10); None where no
+    factor is one."""
+    for f in e.args:
+        if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp <= -2):
+            continue
+        q = f.base
+        if not isinstance(q, sympy.Add) or q.as_coeff_Add()[0] == 0:
+            continue
+        rest = sympy.Mul(*[a for a in e.args if a is not f])
+        if rest.is_number:
+            continue  # (c/q**2: no rest to divide; 1/q first is no better)
+        for _ in range(-int(f.exp)):
+            rest = Ratio(rest, q)
+        return rest
     return None
 
 
 def paired_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     """``g * A / (c + g)`` -> ``Ratio(g, c + g) * A`` in every product (see the module
     docstring); ``mul_no_nan(Ratio(g, q), A)`` where the quotient was ``xdivy(A, q)``
-    (0 where ``A`` is 0).
+    (0 where ``A`` is 0). A product with ``(c + g)**-m`` (m >= 2) and no factor of
+    ``g`` is its rest divided by ``c + g`` m times (:func:`_divided_in_turn`).
 
     The value is unchanged wherever the product as written is finite (up to rounding:
     one division for a multiplication and a division). Where ``q`` is 0 (``g = -c``),
