@@ -2,7 +2,7 @@ r"""Norms: square roots of sums of squares, computed scaled (hypot).
 
 | rule | identity | domain | fails at | source |
 | --- | --- | --- | --- | --- |
-| `unit_complement` | k·h⁻ⁿ − k·a²·h⁻ⁿ⁻² = k·(b² + ...)·h⁻ⁿ⁻² for h = hypot(a, b, ...) (1 − (a/h)² is the other components' squares) | real a, b, ... | 1 − (x/h)² cancels to 0 for \|x\| > 4096·\|b\| in float32: x/sqrt(1 + x²)'s slope was 0 from x = 4096 (exact 1/x³·...), a norm's Hessian entry 1/h − x²/h³ 0 at (1e10, 1) | Pythagoras: h² − a² = b² + ... |
+| `unit_complement` | k·h⁻ⁿ − k·a²·h⁻ⁿ⁻² = k·(b² + ...)·h⁻ⁿ⁻² for h = hypot(a, b, ...) (1 − (a/h)² is the other components' squares) | real a, b, ... | 1 − (x/h)² cancels to 0 for \|x\| > 4096·\|b\| in float32: x/sqrt(1 + x²)'s slope was 0 from x = 4096 (exact (1 + x²)^(−3/2)), a norm's Hessian entry 1/h − x²/h³ 0 at (1e10, 1) | Pythagoras: h² − a² = b² + ... |
 | `hypot` | (t1² + t2² + ...)^(k/2) = hypot(t1, t2, ...)^k, k odd; c·t² counts as (√c·t)², a constant c > 0 as (√c)² | real tᵢ | naive: \|t\| > 1.8e19 in float32 (t² overflows: the norm is inf), \|t\| < 1e-19 (t² underflows: the gradient at (1e-20, 0) is 0/0, guarded to 0, instead of 1) | C99 `hypot`; Herbie `hypot` spec (src/platforms/c.rkt); LAPACK `dnrm2` scaling (Blue 1978, Anderson 2017) |
 
 hypot(t) is computed as ``m * sqrt(sum((ti / m)**2))`` with ``m = max |ti|`` held

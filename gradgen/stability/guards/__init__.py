@@ -62,12 +62,12 @@ Every transformation returns an expression equal to its input wherever the input
 finite, plus the names of what it did (for the op's docstring).
 
 Layout: a module per family of guard, in the order :mod:`gradgen.derive` applies them
-(:mod:`.limits`, :mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in :mod:`.taylor`;
-:mod:`.exponentials`; :mod:`.kinks`; :mod:`.branches`; :mod:`.products`; :mod:`.quotients`;
-:mod:`.exponents`), the helpers
-they share (:mod:`.walk`: expression walks; :mod:`.conditions`: a condition's bounds),
-and :mod:`.constants`: the :data:`GUARDS` table (guard name -> identity) and the numbers
-the guards are tuned by (:data:`EPSILON`, :data:`TAYLOR_DEGREE`...).
+(:mod:`.limits`, :mod:`.subgradients`; :mod:`.singularities`, with its Taylor plans in
+:mod:`.taylor`; :mod:`.exponentials`; :mod:`.kinks`; :mod:`.branches`; :mod:`.products`;
+:mod:`.quotients`; :mod:`.exponents`), the helpers they share (:mod:`.walk`: expression
+walks; :mod:`.conditions`: a condition's bounds), and :mod:`.constants`: the
+:data:`GUARDS` table (guard name -> identity) and the numbers the guards are tuned by
+(:data:`EPSILON`, :data:`TAYLOR_DEGREE`...).
 """
 
 from __future__ import annotations

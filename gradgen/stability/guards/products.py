@@ -209,8 +209,9 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
     (``exp(-(x - y)) * x**2``), ``u`` can be moderate where ``R`` overflows (x = y =
     1e30). Factors free of ``v`` stay outside, ``mul_no_nan(R, D) * w``: the upstream
     gradient of a derived order (``upstream * (4*x**2 - 2) * exp(-x**2)``, the second
-    derivative of ``expm1(-x**2)``, NaN at x = 1e30 in float32). A NaN input makes ``D`` NaN, so NaN still propagates. Source: TensorFlow's
-    ``tf.math.multiply_no_nan`` (``MulNoNan``), made for such 0 * inf products.
+    derivative of ``expm1(-x**2)``, NaN at x = 1e30 in float32). A NaN input makes
+    ``D`` NaN, so NaN still propagates. Source: TensorFlow's ``tf.math.multiply_no_nan``
+    (``MulNoNan``), made for such 0 * inf products.
     """
     def fix(e):
         for v in sorted(e.free_symbols, key=sympy.default_sort_key):

@@ -79,11 +79,10 @@ def _divided_in_turn(e):
     1.8e19 in float32, where ``-2x/(1 + x**2)**2`` is -2e-30 at x = 1e10); None where no
     factor is one."""
     for f in e.args:
-        if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp <= -2):
+        found = _over(f)
+        if found is None or found[2] is not sympy.Pow or f.exp > -2:
             continue
-        q = f.base
-        if not isinstance(q, sympy.Add) or q.as_coeff_Add()[0] == 0:
-            continue
+        q = found[0]
         rest = sympy.Mul(*[a for a in e.args if a is not f])
         if rest.is_number:
             continue  # (c/q**2: no rest to divide; 1/q first is no better)
