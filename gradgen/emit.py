@@ -103,8 +103,8 @@ def _op_entry(
         raise SpecError(Diagnostic(
             doc.location(("ops", index)),
             f"deriving, printing and verifying this op took longer than {seconds:g} s "
-            "(GRADGEN_OP_TIMEOUT per derivative order); simplify the expression, or split it into `where` "
-            "intermediates", op.name, None,
+            "(GRADGEN_OP_TIMEOUT per derivative order); simplify the expression, or split "
+            "it into `where` intermediates", op.name, None,
         )) from None
     # The accuracy audit always runs (its sentence is part of the docstring, so the
     # output does not depend on --no-verify); --strict-accuracy is applied on the cached
