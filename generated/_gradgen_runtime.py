@@ -688,6 +688,98 @@ def _in_xla_context():
     return in_xla is None or in_xla(tf.compat.v1.get_default_graph())
 
 
+# _with_jvp: values carrying, for forward mode, the JVP their derived VJP transposes.
+import threading
+
+try:  # TensorFlow's record of the tensors that carry forward-mode tangents (private)
+    from tensorflow.python.eager import forwardprop_util as _forwardprop_util
+except ImportError:  # another TensorFlow layout: forward mode as TensorFlow computes it
+    _forwardprop_util = None
+
+_jvp_state = threading.local()  # busy: computing a JVP (in this thread)
+
+
+def _with_jvp(values, primals, vjp):
+    """`values`, computed by a `tf.custom_gradient` function from `primals`, carrying
+    for forward mode (`tf.autodiff.ForwardAccumulator`) the JVP that `vjp`, their VJP,
+    transposes.
+
+    TensorFlow's forward mode ignores a custom gradient: it differentiates the code that
+    computed `values` (in a Hessian-vector product taken forward-over-reverse, the
+    first-order code: softplus'' computed as s(1 - s), 0 at x = 20 in float32). With no
+    accumulator watching `primals` (every other mode) this returns `values` as they
+    are. With one, it computes the JVP as TensorFlow's forward mode of an op does
+    (`_jvp_helper` in tensorflow/python/eager/forwardprop.py): the gradient, with
+    respect to upstreams u of ones (`vjp` is linear in u), of sum(vjp(u) * d), where
+    d = p - stop_gradient(p) is 0 with p's tangent t; that gradient is 0, with the
+    tangent J(p)·t. It is added to `values` (stopped), so the accumulator takes that
+    tangent: it keeps the first tangent a tensor gets. Where that tangent is not finite
+    (a coefficient of the VJP, or a value its code computes, is not), a finite value
+    keeps TensorFlow's own tangent.
+
+    Args:
+        values: a tensor, or a tuple of tensors (real floating dtypes).
+        primals: the function's arguments, a tuple of tensors (any dtypes).
+        vjp: the function's gradient function: upstreams like `values`, returning
+            one gradient per primal (a tensor or None), or one tensor for one primal.
+
+    Returns:
+        `values`, in the same structure, with the same values.
+    """
+    if _forwardprop_util is None or getattr(_jvp_state, "busy", False):
+        return values  # (within a JVP: only the values of higher orders matter there)
+    real = [i for i, p in enumerate(primals) if isinstance(p, tf.Tensor)]
+    real = [i for i in real if primals[i].dtype.is_floating]
+    # the primals with a tangent: (primal index, tangent index) pairs per accumulator
+    pairs = _forwardprop_util.pack_tangents([primals[i] for i in real]).indices
+    watched = {real[k] for accumulator in pairs for k, _ in accumulator}
+    if not watched:
+        return values
+    flat = [values] if tf.is_tensor(values) else list(values)
+    _jvp_state.busy = True
+    try:
+        tangents = _jvp_of(vjp, flat, primals, watched)
+    finally:
+        _jvp_state.busy = False
+    if tangents is None:
+        return values
+    carried = []
+    for v, t in zip(flat, tangents):
+        ours = tf.math.is_finite(t)
+        tangent = tf.where(ours, t, tf.zeros_like(t))
+        # elsewhere v's own tangent: v - stop_gradient(v), 0 where v is finite (each
+        # term selects 0 or a 0 with a tangent: a select of v itself loses both)
+        keep = ~ours & tf.math.is_finite(v)
+        theirs = tf.where(keep, v - tf.stop_gradient(v), tf.zeros_like(v))
+        carried.append(tf.stop_gradient(v) + tangent + theirs)
+    return carried[0] if tf.is_tensor(values) else tuple(carried)
+
+
+# _jvp_of: the JVP that a VJP transposes, as the tangent of zeros.
+def _jvp_of(vjp, values, primals, watched):
+    """The gradient of sum(vjp(u)[i] * (p[i] - stop_gradient(p[i]))) over the primals
+    `watched` (their indices) with respect to upstreams u of ones, one per value: 0,
+    with the JVP as its tangent (see `_with_jvp`); None where no term has a gradient."""
+    upstreams = [tf.ones_like(v) for v in values]
+    with tf.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+        tape.watch(upstreams)
+        cotangents = vjp(*upstreams)
+        if tf.is_tensor(cotangents):
+            cotangents = [cotangents]
+        terms = [
+            tf.reduce_sum(c * (p - tf.stop_gradient(p)))
+            for i, (c, p) in enumerate(zip(cotangents, primals))
+            if c is not None and i in watched  # (a term without a tangent loses all)
+        ]
+    if not terms:
+        return None
+    # a gradient per term, then their sum: the gradient of the terms' sum lost the
+    # tangents (TensorFlow 2.21, two primals with tangents, under a custom gradient)
+    zero = tf.UnconnectedGradients.ZERO
+    parts = [tape.gradient(t, upstreams, unconnected_gradients=zero) for t in terms]
+    return [tf.add_n(list(p)) for p in zip(*parts)]
+
+
 # _unbroadcast: a gradient summed over the axes broadcasting added (run-time shapes).
 def _unbroadcast(grad, like):
     """Sum `grad` over the axes that broadcasting added or expanded to `like`'s shape.

@@ -15,6 +15,7 @@ _check_input = _runtime._check_input
 _fused_kernels = _runtime._fused_kernels
 _hypot = _runtime._hypot
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def softplus(x):
@@ -81,7 +82,8 @@ def _softplus_vjp(x):
         grad_x = backward(x, upstream)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def gelu_tanh(x):
@@ -182,7 +184,8 @@ def _gelu_tanh_vjp(x):
         grad_x = backward(x, upstream)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def mish(x):
@@ -267,7 +270,8 @@ def _mish_vjp(x):
         grad_x = backward(x, upstream)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def huber(pred, target):
@@ -336,7 +340,8 @@ def _huber_vjp(pred, target):
         grad_pred = backward(pred, target, r, mask, upstream)
         return grad_pred, None
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (pred, target), grad), grad
 
 
 def layer_norm(x):
@@ -619,7 +624,8 @@ def _polar_vjp(x, y):
         grad_x, grad_y = backward(x, y, upstream_r, upstream_theta)
         return grad_x, grad_y
 
-    return (r, theta), grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp((r, theta), (x, y), grad), grad
 
 
 __all__ = [

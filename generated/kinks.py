@@ -11,6 +11,7 @@ else:  # imported as a top-level module, its folder on sys.path
 
 _check_input = _runtime._check_input
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def abs_diff(x, y):
@@ -65,7 +66,8 @@ def _abs_diff_vjp(x, y):
         grad_y = _unbroadcast(-t_1, y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def signed_square(x):
@@ -112,7 +114,8 @@ def _signed_square_vjp(x):
         grad_x = sign_x * upstream * x * 2.0
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def floor_mix(x, y):
@@ -165,7 +168,8 @@ def _floor_mix_vjp(x, y):
         grad_y = _unbroadcast(floor_x * upstream, y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def ceiling_mix(x, y):
@@ -218,7 +222,8 @@ def _ceiling_mix_vjp(x, y):
         grad_y = _unbroadcast(ceiling_x * upstream, y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def maximum(x, y):
@@ -272,7 +277,8 @@ def _maximum_vjp(x, y):
         grad_y = _unbroadcast(upstream * (0.5 * t + tf.cast(x < y, tf.float32)), y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def minimum3(x, y, z):
@@ -351,7 +357,8 @@ def _minimum3_vjp(x, y, z):
         grad_z = _unbroadcast(t_2 * t_3, z)
         return grad_x, grad_y, grad_z
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y, z), grad), grad
 
 
 def clip01(x):
@@ -409,7 +416,8 @@ def _clip01_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def step_gate(x, y):
@@ -462,7 +470,8 @@ def _step_gate_vjp(x, y):
         grad_y = _unbroadcast(t * upstream, y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def relu(x):
@@ -509,7 +518,8 @@ def _relu_vjp(x):
         grad_x = upstream * tf.cast(x_positive, tf.float32)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def huber(r):
@@ -557,7 +567,8 @@ def _huber_vjp(r):
         grad_r = upstream * tf.where(mask, r, tf.math.sign(r))
         return grad_r
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (r,), grad), grad
 
 
 __all__ = [

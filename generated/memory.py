@@ -14,6 +14,7 @@ else:  # imported as a top-level module, its folder on sys.path
 _check_input = _runtime._check_input
 _hypot = _runtime._hypot
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def mish(x):
@@ -87,7 +88,8 @@ def _mish_vjp(x):
             )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def layer_norm(x):
@@ -275,7 +277,8 @@ def _polar_vjp(x, y):
             )
         return grad_x, grad_y
 
-    return (r, theta), grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp((r, theta), (x, y), grad), grad
 
 
 __all__ = [

@@ -13,6 +13,7 @@ _check_input = _runtime._check_input
 _check_named_dims = _runtime._check_named_dims
 _common_dtype = _runtime._common_dtype
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def lennard_jones(r, sigma, eps):
@@ -109,7 +110,8 @@ def _lennard_jones_vjp(r, sigma, eps):
         grad_eps = tf.reduce_sum(t * upstream * 4.0, axis=[0, 1])
         return grad_r, grad_sigma, grad_eps
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (r, sigma, eps), grad), grad
 
 
 def morse(r, r0, depth, width):
@@ -242,7 +244,8 @@ def _morse_vjp(r, r0, depth, width):
         )
         return grad_r, grad_r0, grad_depth, grad_width
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (r, r0, depth, width), grad), grad
 
 
 __all__ = [

@@ -12,6 +12,7 @@ else:  # imported as a top-level module, its folder on sys.path
 _check_input = _runtime._check_input
 _hypot = _runtime._hypot
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def bar(x, y):
@@ -62,7 +63,8 @@ def _bar_vjp(x, y):
         grad_y = tf.reduce_sum(upstream * x, axis=[0])
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def matmul(a, b):
@@ -162,7 +164,8 @@ def _softplus_op_vjp(x):
         grad_x = upstream * tf.math.sigmoid(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def polar(x, y):
@@ -244,7 +247,8 @@ def _polar_vjp(x, y):
         )
         return grad_x, grad_y
 
-    return (r, theta), grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp((r, theta), (x, y), grad), grad
 
 
 def scaled_sum(a, b, scale):
@@ -307,7 +311,8 @@ def _scaled_sum_vjp(a, b, scale):
         grad_b = _unbroadcast(2.0 * t_1, b)
         return grad_a, grad_b, None
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b, scale), grad), grad
 
 
 __all__ = [

@@ -18,6 +18,7 @@ _erfcx_recip = _runtime._erfcx_recip
 _hypot = _runtime._hypot
 _log_erfc = _runtime._log_erfc
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def one_minus_erf(u):
@@ -67,7 +68,8 @@ def _one_minus_erf_vjp(u):
         grad_u = upstream * tf.math.exp(-u * u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def erf_minus_one(u):
@@ -117,7 +119,8 @@ def _erf_minus_one_vjp(u):
         grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def one_minus_erfc(u):
@@ -167,7 +170,8 @@ def _one_minus_erfc_vjp(u):
         grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def erfc_neg_minus_one(u):
@@ -217,7 +221,8 @@ def _erfc_neg_minus_one_vjp(u):
         grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def erfc_neg(u):
@@ -267,7 +272,8 @@ def _erfc_neg_vjp(u):
         grad_u = upstream * tf.math.exp(-u * u) * (2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def log_erfc(u):
@@ -317,7 +323,8 @@ def _log_erfc_vjp(u):
         grad_u = upstream * _erfcx_recip(u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def log_one_minus_erf(u):
@@ -369,7 +376,8 @@ def _log_one_minus_erf_vjp(u):
         grad_u = upstream * _erfcx_recip(u) * (-2 / math.sqrt(math.pi))
         return grad_u
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (u,), grad), grad
 
 
 def hypot2(x, y):
@@ -430,7 +438,8 @@ def _hypot2_vjp(x, y):
         grad_y = _unbroadcast(upstream * tf.where(out_nonzero, (y / out_safe), 0.0), y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def hypot3(x, y, z):
@@ -497,7 +506,8 @@ def _hypot3_vjp(x, y, z):
         grad_z = _unbroadcast(upstream * tf.where(out_nonzero, (z / out_safe), 0.0), z)
         return grad_x, grad_y, grad_z
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y, z), grad), grad
 
 
 def data_power(x, p):
@@ -557,7 +567,8 @@ def _data_power_vjp(x, p):
         grad_p = _unbroadcast(upstream * tf.math.xlogy(out, x), p)
         return grad_x, grad_p
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, p), grad), grad
 
 
 def exp_log_power(x, p):
@@ -618,7 +629,8 @@ def _exp_log_power_vjp(x, p):
         grad_p = _unbroadcast(upstream * tf.math.xlogy(out, x), p)
         return grad_x, grad_p
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, p), grad), grad
 
 
 def sinc_filled(x):
@@ -681,7 +693,8 @@ def _sinc_filled_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def sinc_where(x):
@@ -744,7 +757,8 @@ def _sinc_where_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def expm1_ratio_filled(x):
@@ -850,7 +864,8 @@ def _expm1_ratio_filled_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def sinc_far_branch(x):
@@ -929,7 +944,8 @@ def _sinc_far_branch_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def det3(A):

@@ -17,6 +17,7 @@ _log1mexp = _runtime._log1mexp
 _logcosh = _runtime._logcosh
 _logsumexp = _runtime._logsumexp
 _unbroadcast = _runtime._unbroadcast
+_with_jvp = _runtime._with_jvp
 
 
 def softplus_naive(x):
@@ -73,7 +74,8 @@ def _softplus_naive_vjp(x):
         (grad_x,) = _softplus_naive_grad_vjp(x, upstream, grad_x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 @tf.custom_gradient
@@ -95,7 +97,8 @@ def _softplus_naive_grad_vjp(x, upstream, grad_x):
         grad_upstream = sigmoid_x * upstream_grad_x
         return grad_x_1, grad_upstream, None
 
-    return (grad_x,), grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp((grad_x,), (x, upstream, grad_x), grad), grad
 
 
 def sigmoid_naive(x):
@@ -145,7 +148,8 @@ def _sigmoid_naive_vjp(x):
         grad_x = out * upstream * tf.math.sigmoid(-x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def logistic_ratio(x):
@@ -196,7 +200,8 @@ def _logistic_ratio_vjp(x):
         grad_x = out * upstream * tf.math.sigmoid(-x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def swish(x):
@@ -250,7 +255,8 @@ def _swish_vjp(x):
         grad_x = sigmoid_x * upstream * (x * (1.0 - sigmoid_x) + 1.0)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log1p_naive(x):
@@ -299,7 +305,8 @@ def _log1p_naive_vjp(x):
         grad_x = upstream / (x + 1.0)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def expm1_naive(x):
@@ -349,7 +356,8 @@ def _expm1_naive_vjp(x):
         grad_x = upstream * tf.math.exp(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def entropy(p):
@@ -398,7 +406,8 @@ def _entropy_vjp(p):
         grad_p = upstream * (-tf.math.log(p) - 1.0)
         return grad_p
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (p,), grad), grad
 
 
 def cross_entropy(p, q):
@@ -454,7 +463,8 @@ def _cross_entropy_vjp(p, q):
         grad_q = _unbroadcast(-upstream * tf.math.xdivy(p, q), q)
         return grad_p, grad_q
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (p, q), grad), grad
 
 
 def log_sigmoid(x):
@@ -506,7 +516,8 @@ def _log_sigmoid_vjp(x):
         grad_x = upstream * tf.math.sigmoid(t)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log_one_minus_sigmoid(x):
@@ -558,7 +569,8 @@ def _log_one_minus_sigmoid_vjp(x):
         grad_x = -upstream * tf.math.sigmoid(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def logaddexp(a, b):
@@ -615,7 +627,8 @@ def _logaddexp_vjp(a, b):
         grad_b = _unbroadcast(upstream * tf.math.sigmoid(-t), b)
         return grad_a, grad_b
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b), grad), grad
 
 
 def softmax2(a, b):
@@ -676,7 +689,8 @@ def _softmax2_vjp(a, b):
         grad_b = _unbroadcast(-t_1, b)
         return grad_a, grad_b
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b), grad), grad
 
 
 def log_softmax2(a, b):
@@ -738,7 +752,8 @@ def _log_softmax2_vjp(a, b):
         grad_b = _unbroadcast(-t_1, b)
         return grad_a, grad_b
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b), grad), grad
 
 
 def power(x, y):
@@ -798,7 +813,8 @@ def _power_vjp(x, y):
         grad_y = _unbroadcast(upstream * tf.math.xlogy(out, x), y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def norm(x, y):
@@ -867,7 +883,8 @@ def _norm_vjp(x, y):
         grad_x, grad_y = _norm_grad_vjp(x, y, upstream, grad_x, grad_y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 @tf.custom_gradient
@@ -963,7 +980,8 @@ def _norm_grad_vjp(x, y, upstream, grad_x, grad_y):
         )
         return grad_x_1, grad_y_1, grad_upstream, None, None
 
-    return (grad_x, grad_y), grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp((grad_x, grad_y), (x, y, upstream, grad_x, grad_y), grad), grad
 
 
 def angle(x, y):
@@ -1023,7 +1041,8 @@ def _angle_vjp(x, y):
         grad_y = _unbroadcast(upstream * tf.where(t_nonzero, (x / t_safe), 0.0), y)
         return grad_x, grad_y
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x, y), grad), grad
 
 
 def sinc(x):
@@ -1084,7 +1103,8 @@ def _sinc_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def expm1_ratio(x):
@@ -1190,7 +1210,8 @@ def _expm1_ratio_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def sqrt_relu(x):
@@ -1241,7 +1262,8 @@ def _sqrt_relu_vjp(x):
         grad_x = upstream * tf.where(x_positive, 0.5 / t, 0.0)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def elu(x):
@@ -1293,7 +1315,8 @@ def _elu_vjp(x):
         grad_x = upstream * tf.math.exp(x_safe)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log_cosh(x):
@@ -1343,7 +1366,8 @@ def _log_cosh_vjp(x):
         grad_x = upstream * tf.math.tanh(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def inverse_power(r):
@@ -1391,7 +1415,8 @@ def _inverse_power_vjp(r):
         grad_r = -inv_r * out * upstream * 12.0
         return grad_r
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (r,), grad), grad
 
 
 def log1mexp_naive(x):
@@ -1446,7 +1471,8 @@ def _log1mexp_naive_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log1mexp_expm1(x):
@@ -1499,7 +1525,8 @@ def _log1mexp_expm1_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log1mexp_log1p(x):
@@ -1552,7 +1579,8 @@ def _log1mexp_log1p_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log1mexp_negated(x):
@@ -1607,7 +1635,8 @@ def _log1mexp_negated_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def logdiffexp(a, b):
@@ -1672,7 +1701,8 @@ def _logdiffexp_vjp(a, b):
         grad_b = _unbroadcast(t_1 * upstream, b)
         return grad_a, grad_b
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b), grad), grad
 
 
 def log_expm1(x):
@@ -1732,7 +1762,8 @@ def _log_expm1_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def softplus_log1p(x):
@@ -1781,7 +1812,8 @@ def _softplus_log1p_vjp(x):
         grad_x = upstream * tf.math.sigmoid(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log1p_expm1(x):
@@ -1826,7 +1858,8 @@ def _log1p_expm1_vjp(x):
         grad_x = upstream
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def exp_log1p(x):
@@ -1880,7 +1913,8 @@ def _exp_log1p_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def expm1_log1p(x):
@@ -1934,7 +1968,8 @@ def _expm1_log1p_vjp(x):
         )
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def exp_product(a, b):
@@ -1991,7 +2026,8 @@ def _exp_product_vjp(a, b):
         grad_b = _unbroadcast(t, b)
         return grad_a, grad_b
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (a, b), grad), grad
 
 
 def log1m_sigmoid(x):
@@ -2040,7 +2076,8 @@ def _log1m_sigmoid_vjp(x):
         grad_x = -upstream * tf.math.sigmoid(x)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log_recip_sigmoid(x):
@@ -2091,7 +2128,8 @@ def _log_recip_sigmoid_vjp(x):
         grad_x = -upstream * tf.math.sigmoid(t)
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def odds(x):
@@ -2141,7 +2179,8 @@ def _odds_vjp(x):
         grad_x = out * upstream
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def log_odds(x):
@@ -2188,7 +2227,8 @@ def _log_odds_vjp(x):
         grad_x = upstream
         return grad_x
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (x,), grad), grad
 
 
 def sigmoid_logit(p):
@@ -2243,7 +2283,8 @@ def _sigmoid_logit_vjp(p):
         )
         return grad_p
 
-    return out, grad
+    # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
+    return _with_jvp(out, (p,), grad), grad
 
 
 __all__ = [

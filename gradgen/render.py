@@ -265,7 +265,7 @@ def chained(impl: dict) -> dict:
     costs only when it is asked for. ``level_impls``: those functions' views."""
     levels = impl.get("levels") or []
     if not levels:
-        return impl
+        return _forward_mode(impl, impl)
     base = impl["impl"][: -len("_vjp")]
     names = [f"{base}{'_grad' * k}_vjp" for k in range(1, len(levels) + 1)]
     bodies = [dict(impl)]
@@ -288,7 +288,17 @@ def chained(impl: dict) -> dict:
         }]
         body["levels_grads"] = level["grad_returns"]
         bodies.append(body)
+    bodies = [_forward_mode(body, impl) for body in bodies]
     return dict(bodies[0], level_impls=bodies[1:])
+
+
+def _forward_mode(body: dict, impl: dict) -> dict:
+    """``body`` with ``jvp_primals``: the tuple of its parameters that ``_with_jvp``
+    takes the JVP in (empty where ``impl``, the op's first-order function, has no
+    ``forward_mode``: see :func:`gradgen.views.op_views`)."""
+    names = [p.strip() for p in body["params"].split(",") if p.strip()]
+    primals = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+    return dict(body, jvp_primals=primals if impl.get("forward_mode") else "")
 
 
 def _op_view(view: dict) -> dict:

@@ -39,6 +39,8 @@ class Helper:
             helper, as ``# <name>: <description>.``, within 88 characters).
         calls: the other helpers its code calls.
         uses_math: its code uses the ``math`` module.
+        wraps: the ``tf.custom_gradient`` functions call it around the printed code
+            (which never calls it, so the accuracy audit's stand-in leaves it out).
     """
 
     name: str
@@ -46,11 +48,13 @@ class Helper:
     description: str
     calls: tuple[str, ...] = ()
     uses_math: bool = False
+    wraps: bool = False
 
 
 def _helper(name: str, description: str, calls: tuple[str, ...] = (),
-            uses_math: bool = False) -> Helper:
-    return Helper(name, f"runtime/{name.lstrip('_')}.py.j2", description, calls, uses_math)
+            uses_math: bool = False, wraps: bool = False) -> Helper:
+    return Helper(name, f"runtime/{name.lstrip('_')}.py.j2", description, calls, uses_math,
+                  wraps)
 
 
 #: every helper, in the order generated code holds them
@@ -96,6 +100,10 @@ HELPERS: tuple[Helper, ...] = (
     _helper("_complex_det", "det of complex matrices, with the conjugated VJP",
             ("_cofactor",)),
     _helper("_logabsdet", "log|det(a)|: slogdet, or a QR where XLA compiles the graph"),
+    _helper("_with_jvp", "values carrying, for forward mode, the JVP their derived VJP "
+            "transposes", ("_jvp_of",), wraps=True),
+    _helper("_jvp_of", "the JVP that a VJP transposes, as the tangent of zeros",
+            wraps=True),
     _helper("_unbroadcast", "a gradient summed over the axes broadcasting added (run-time "
             "shapes)"),
 )

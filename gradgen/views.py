@@ -156,10 +156,38 @@ def with_audit_line(views: OpViews, op: ir.OpIR, line: str | list[str],
 
 # What a dtype's tf.custom_gradient function is made of (its view's keys).
 _BODY_KEYS = ("forward", "upstreams", "grad_fn", "recompute", "recomputed", "backward",
-              "grad_returns", "returns", "fused", "levels")
+              "grad_returns", "returns", "fused", "levels", "forward_mode")
 # What a higher order's tf.custom_gradient function is made of.
 _LEVEL_KEYS = ("params", "forward", "upstreams", "grad_fn", "backward", "grad_returns",
                "returns")
+
+
+def _jvp_from_vjp(op: ir.OpIR) -> bool:
+    """Whether forward mode takes ``op``'s JVPs from its VJPs (``_with_jvp``): for real,
+    elementwise ops with a differentiable input. There the transpose of each VJP
+    multiplies the same partials by the tangents; a reduction's or matrix op's VJP,
+    transposed, can cancel where it does not (log_softmax's Hessian entry p(1 - p) at
+    p = 1 - 8e-43 came out 0), so those keep TensorFlow's forward mode of the code."""
+    from .stability.audit.mirror import elementwise_reason
+
+    return (op.dtype not in COMPLEX_DTYPES and any(i.grad for i in op.inputs)
+            and elementwise_reason(op) is None)
+
+
+def _helpers(op: ir.OpIR, view: dict, printer: TFPrinter, levels: list) -> set[str]:
+    """The runtime helpers ``op``'s functions call: those its printed code and its
+    derived orders' (``levels``: their views) call, and those ``view`` wraps them in."""
+    helpers = set(printer.helpers) | {"_check_input"}  # every op checks its inputs
+    # (the op's own view says whether its functions call _with_jvp)
+    helpers.update(h for v in levels for h in v.helpers
+                   if h not in ("_check_input", "_with_jvp"))
+    if op.named_dims:
+        helpers.add("_check_named_dims")
+    if view["fused"]:
+        helpers.add("_fused_kernels")
+    if view["forward_mode"]:
+        helpers.add("_with_jvp")
+    return helpers
 
 
 def kernel_names(impl: str) -> dict:
@@ -348,17 +376,13 @@ def op_views(op: ir.OpIR) -> OpViews:
             f"({outputs[0]},)" if len(outputs) == 1 else "(" + ", ".join(outputs) + ")"
         ),
         "fused": op.fuse == "xla" and any(i.grad for i in op.inputs),
+        "forward_mode": _jvp_from_vjp(op),
     }
     if view["fused"]:
         view.update(_kernels(op, printer), **kernel_names(op.impl))
     levels = [op_views(level) for level in op.levels]
     view["levels"] = [{k: v.module[k] for k in _LEVEL_KEYS} for v in levels]
-    helpers = set(printer.helpers) | {"_check_input"}  # every op checks its inputs
-    helpers.update(h for v in levels for h in v.helpers if h != "_check_input")
-    if op.named_dims:
-        helpers.add("_check_named_dims")
-    if view["fused"]:
-        helpers.add("_fused_kernels")
+    helpers = _helpers(op, view, printer, levels)
     # the forward as written, in float64 (complex128): the emitted tests compare the op,
     # in its own dtype, with its autodiff and its central differences there, which
     # resolve what the op's dtype cannot (float32 differences at inputs of order 1e4)

@@ -102,7 +102,7 @@ def test_order_of_inputs_and_outputs_is_part_of_the_key(cached, monkeypatch):
         assert generate([str(spec)], str(cached / "out")) == expected
     module = expected["ordered.py"]  # the last: _ORDERED
     assert "def scaled(x, y):" in module and "def pair(p, q):" in module
-    assert "return (first, second), grad" in module
+    assert "return _with_jvp((first, second), (p, q), grad), grad" in module
 
 
 def test_an_entry_edited_only_in_its_order_is_a_miss(cached):

@@ -36,7 +36,8 @@ def test_readme_example_is_the_generated_code():
     assert text.rstrip().endswith("]") and '\n\n__all__ = [\n    "bar",\n' in text
     # The README omits the inner docstring; compare everything else line by line.
     start = text.index("@tf.custom_gradient\ndef _bar_vjp")
-    end = text.index("    return out, grad\n", start) + len("    return out, grad\n")
+    last = "    return _with_jvp(out, (x, y), grad), grad\n"
+    end = text.index(last, start) + len(last)
     lines = [l for l in text[start:end].splitlines() if l.strip()]
     kept = [l for l in lines if not l.strip().startswith(('"""', "Call `bar`"))]
     assert [l for l in vjp.splitlines() if l.strip()] == kept

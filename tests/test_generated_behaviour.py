@@ -245,9 +245,14 @@ def scale_first_gradient(source, op):
 
 def scale_forward(source, op):
     """The forward's (first) output times 1.5, the gradient unchanged."""
-    if re.search(r"^    return \(", source[slice(*_vjp_function(source, op))], flags=re.M):
-        return _substitute(source, op, r"^    return \((\w+), ", r"    return (\g<1> * 1.5, ")
-    return _substitute(source, op, r"^    return (\w+), grad$", r"    return \g<1> * 1.5, grad")
+    # (the values may pass through _with_jvp first: `return _with_jvp(out, ...), grad`)
+    call = r"(_with_jvp\()?"
+    if re.search(r"^    return " + call + r"\(", source[slice(*_vjp_function(source, op))],
+                 flags=re.M):
+        return _substitute(source, op, r"^    return " + call + r"\((\w+), ",
+                           r"    return \g<1>(\g<2> * 1.5, ")
+    return _substitute(source, op, r"^    return " + call + r"(\w+),",
+                       r"    return \g<1>\g<2> * 1.5,")
 
 
 def transpose_gradient(source, op):

@@ -4,12 +4,14 @@ the tails where TensorFlow's autodiff of a first-order VJP loses them.
 
 Each form: its spec text, its mpmath forward, its inputs' points. Second derivatives
 are every entry of the Hessian (nested tapes; mixed partials for two inputs); third
-derivatives the first input's. The default run takes a few forms (one module); the
-rest are marked slow (`python3 -m pytest -m slow`).
+derivatives the first input's. Forward mode (`tf.autodiff.ForwardAccumulator`) is
+checked beside them: each first derivative (a JVP) and the Hessian again,
+forward-over-reverse. The default run takes a few forms (one module); the rest are
+marked slow (`python3 -m pytest -m slow`).
 
 Reductions and matrix ops (:data:`TENSOR_FORMS`) are checked the same way over the
-entries of their first input: the whole Hessian (``jacobian`` of the gradient) and the
-third derivatives ``d3 f / dx0 dx0 dxk``. Exact values below the dtype's smallest normal
+entries of their first input: the whole Hessian (``jacobian`` of the gradient, and
+forward-over-reverse) and the third derivatives ``d3 f / dx0 dx0 dxk``. Exact values below the dtype's smallest normal
 number are not compared: TensorFlow flushes subnormal results to 0 on CPU.
 """
 
@@ -116,6 +118,8 @@ KNOWN = {
     "pseudo_huber": "the first order's cancellation-free form x**2/(hypot(1, x) + 1), "
     "differentiated twice, is a sum of terms that cancel: 5e-4 relative at x = 50 in "
     "float32 (the exact (1 + x**2)**(-3/2) has no difference)",
+    "power_2y": "the third derivative in x at x = 1e-20 is 0 in float32 (exact 6): the "
+    "derived orders divide x**(2*y - 1) = 1e-40, which the CPU flushes to 0, by x",
     "log_ratio": "the third derivative at the filled point x = 1 itself is 0: the "
     "second order's fill there (2/3, found) is not found again by the third, whose "
     "formula holds the second order's Taylor polynomial and guards (beside 1 it holds)",
@@ -182,22 +186,50 @@ def _derivatives(tf, fn, point, dtype):
     return out
 
 
+def _forward_derivatives(tf, fn, point, dtype):
+    """{orders tuple: value}: the first derivatives (a JVP per input) and every second
+    derivative (forward-over-reverse: a JVP of the gradient per input), each input's
+    direction in turn under `tf.autodiff.ForwardAccumulator`."""
+    args = [tf.constant([v], dtype) for v in point]
+    n = len(args)
+    out = {}
+    for j in range(n):
+        tangents = [tf.ones_like(a) if k == j else tf.zeros_like(a) for k, a in enumerate(args)]
+        with tf.autodiff.ForwardAccumulator(args, tangents) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(args)
+                y = fn(*args)
+            grads = tape.gradient(y, args)
+        values = [acc.jvp(y)] + [acc.jvp(g) for g in grads]
+        for i, value in enumerate(values):  # i = 0: the JVP of y; i > 0: of grads[i - 1]
+            orders = tuple(sum(1 for k in (i - 1, j) if k == m) for m in range(n))
+            out[orders] = 0.0 if value is None else float(value.numpy()[0])
+    return out
+
+
 def _check(tf, module, name, dtype):
+    """Every second derivative and the first input's third by nested tapes, and the
+    first and second derivatives by forward mode, against mpmath at the form's points."""
     fn = getattr(module, name)
     f = FORMS[name][1]
     rtol = 2e-4 if dtype == "float32" else 1e-8
     limit = float(np.finfo(dtype).max)
     problems = []
     for point in FORMS[name][2]:
-        got = _derivatives(tf, fn, point, dtype)
-        want = {o: _exact(f, point, o) for o in got}
-        scale = max(abs(w) for w in want.values())
-        for orders, w in want.items():
-            if abs(w) > limit / 4:
-                continue  # beyond the dtype's range: an inf is right
-            g = got[orders]
-            if not math.isfinite(g) or abs(g - w) > rtol * max(abs(w), 1e-3 * scale):
-                problems.append(f"{name}{point} d{orders}: got {g:.6g}, exact {w:.6g}")
+        nested = _derivatives(tf, fn, point, dtype)
+        forward = _forward_derivatives(tf, fn, point, dtype)
+        want = {o: _exact(f, point, o) for o in {**nested, **forward}}
+        # the scale of the higher derivatives; a first derivative's is every one's
+        scale = {True: max(abs(w) for o, w in want.items() if sum(o) > 1),
+                 False: max(abs(w) for w in want.values())}
+        for mode, got in (("nested tapes", nested), ("forward mode", forward)):
+            for orders, g in got.items():
+                w, tol = want[orders], 1e-3 * scale[sum(orders) > 1]
+                if abs(w) > limit / 4:
+                    continue  # beyond the dtype's range: an inf is right
+                if not math.isfinite(g) or abs(g - w) > rtol * max(abs(w), tol):
+                    problems.append(f"{name}{point} d{orders} ({mode}): got {g:.6g}, "
+                                    f"exact {w:.6g}")
     if problems and name in KNOWN:
         pytest.xfail(KNOWN[name])
     assert not problems, "\n".join(problems)
@@ -292,6 +324,22 @@ def _tensor_derivatives(tf, fn, x, others):
     return np.reshape(hess.numpy(), (n, n)), np.reshape(t3.gradient(h00, x).numpy(), n)
 
 
+def _tensor_forward_hessian(tf, fn, x, others):
+    """The Hessian of ``sum(fn(x, *others))`` in ``x``'s entries (n x n), a column per
+    entry: forward-over-reverse (`tf.autodiff.ForwardAccumulator` over a tape)."""
+    n = int(np.prod(x.shape))
+    columns = []
+    for k in range(n):
+        tangent = tf.reshape(tf.one_hot(k, n, dtype=x.dtype), x.shape)
+        with tf.autodiff.ForwardAccumulator(x, tangent) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.reduce_sum(fn(x, *others))
+            g = tape.gradient(y, x)
+        columns.append(np.reshape(acc.jvp(g).numpy(), n))
+    return np.stack(columns, axis=1)
+
+
 def _tensor_exact(f, point):
     n = len(point)
     unit = lambda *ks: tuple(sum(1 for k in ks if k == m) for m in range(n))  # noqa: E731
@@ -328,11 +376,13 @@ def _check_tensor(tf, module, name, dtype):
             x, rest = tf.constant(np.reshape(point, (3, 3)), dtype), []
         else:
             x, rest = tf.constant([point], dtype), [tf.constant([o], dtype) for o in others]
-        got = _tensor_derivatives(tf, fn, x, rest)
+        hess, third = _tensor_derivatives(tf, fn, x, rest)
+        got = (hess, third, _tensor_forward_hessian(tf, fn, x, rest))
         want = _tensor_exact(f, point)
+        want = want + want[:1]
         # the reference's own noise (a third derivative that is 0 comes out 1e-197)
         noise = 1e-150 * np.max(np.abs(want[0]))
-        for label, g, w in zip(("d2", "d3"), got, want):
+        for label, g, w in zip(("d2", "d3", "d2 (forward mode)"), got, want):
             w = np.where(np.abs(w) < noise, 0.0, w)
             scale = np.max(np.abs(w))
             for k, (gk, wk) in enumerate(zip(g.ravel(), w.ravel())):

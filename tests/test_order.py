@@ -148,6 +148,33 @@ def test_softplus_second_and_third_derivatives_are_exact_in_the_tails(tf, orders
     assert plain2[4] == 0 or dtype == "float64"  # what TF's autodiff of the VJP gives
 
 
+def test_forward_mode_takes_the_derived_orders_in_every_mode(tf, orders):
+    """TensorFlow's forward mode ignores a custom gradient: over a tape (a
+    Hessian-vector product forward-over-reverse) it differentiated the first-order code,
+    so softplus'' was 0 at x = 20 in float32. `_with_jvp` takes the JVPs from the
+    derived VJPs: eagerly, in tf.function with None dims and under XLA."""
+    x = tf.constant([-30.0, 0.0, 2.0, 20.0], tf.float32)
+    with mpmath.workdps(50):
+        s = [_sigmoid(mpmath.mpf(float(p))) for p in x.numpy()]
+        want = {"first": [float(v) for v in s], "second": [float(v * (1 - v)) for v in s]}
+
+    def jvps(x_):
+        with tf.autodiff.ForwardAccumulator(x_, tf.ones_like(x_)) as acc:
+            with tf.GradientTape() as tape:
+                tape.watch(x_)
+                y = orders.softplus3(x_)
+            g = tape.gradient(y, x_)
+        return acc.jvp(y), acc.jvp(g)
+
+    spec = [tf.TensorSpec([None], tf.float32)]
+    for mode, fn in (("eager", jvps),
+                     ("tf.function", tf.function(jvps, input_signature=spec)),
+                     ("xla", tf.function(jvps, jit_compile=True))):
+        first, second = fn(x)
+        np.testing.assert_allclose(first.numpy(), want["first"], rtol=1e-6, err_msg=mode)
+        np.testing.assert_allclose(second.numpy(), want["second"], rtol=1e-5, err_msg=mode)
+
+
 def test_the_hessian_of_a_norm_near_the_origin_is_finite(tf, orders):
     """d2/dx2 sqrt(x**2 + y**2) = y**2/h**3 is 3.5e19 at x = y = 1e-20: computed from
     the unit vector's components (x/h)(y/h)/h, not x*y/h**3 (-inf or NaN in float32)."""

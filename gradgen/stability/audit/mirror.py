@@ -35,6 +35,7 @@ import numpy as np
 
 from ... import ir
 from ...functions import declarations as fns
+from ...runtime import BY_NAME
 from ..formats import Format
 
 # IR calls that an elementwise op's statements may contain: arithmetic, casts, and the
@@ -374,7 +375,7 @@ class Program:
         self.grads = [g.strip() for g in module["grad_returns"].split(",")]
         returns = module["returns"].removeprefix("(").removesuffix(")")
         self.outputs = [r.strip() for r in returns.split(",") if r.strip()]
-        self.helpers = tuple(views.helpers)
+        self.helpers = tuple(h for h in views.helpers if not BY_NAME[h].wraps)
         forward = "\n".join(s["code"] for s in module["forward"])
         backward = "\n".join(s["code"] for s in module["recomputed"] + module["backward"])
         self._forward = compile(forward, f"<{module['name']} forward>", "exec")
