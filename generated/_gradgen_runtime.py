@@ -759,7 +759,8 @@ def _with_jvp(values, primals, vjp):
 def _jvp_of(vjp, values, primals, watched):
     """The gradient of sum(vjp(u)[i] * (p[i] - stop_gradient(p[i]))) over the primals
     `watched` (their indices) with respect to upstreams u of ones, one per value: 0,
-    with the JVP as its tangent (see `_with_jvp`); None where no term has a gradient."""
+    with the JVP as its tangent (see `_with_jvp`); None where `vjp` gives none of the
+    watched primals a gradient."""
     upstreams = [tf.ones_like(v) for v in values]
     with tf.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
         tape.watch(upstreams)
@@ -769,7 +770,8 @@ def _jvp_of(vjp, values, primals, watched):
         terms = [
             tf.reduce_sum(c * (p - tf.stop_gradient(p)))
             for i, (c, p) in enumerate(zip(cotangents, primals))
-            if c is not None and i in watched  # (a term without a tangent loses all)
+            # (a term for a primal without a tangent made TensorFlow drop them all)
+            if c is not None and i in watched
         ]
     if not terms:
         return None
