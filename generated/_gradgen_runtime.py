@@ -732,20 +732,29 @@ def _with_jvp(values, primals, vjp):
     real = [i for i in real if primals[i].dtype.is_floating]
     # the primals with a tangent: (primal index, tangent index) pairs per accumulator
     pairs = _forwardprop_util.pack_tangents([primals[i] for i in real]).indices
-    watched = {real[k] for accumulator in pairs for k, _ in accumulator}
-    if not watched:
+    pairs = [accumulator for accumulator in pairs if accumulator]
+    if len(pairs) != 1:
+        # none, or nested accumulators (whose tangents d would carry both of, counting
+        # the cross term twice): TensorFlow's forward mode
         return values
+    watched = {real[k] for k, _ in pairs[0]}
     flat = [values] if tf.is_tensor(values) else list(values)
     _jvp_state.busy = True
     try:
         tangents = _jvp_of(vjp, flat, primals, watched)
     finally:
         _jvp_state.busy = False
-    if tangents is None:
-        return values
+    if tangents is None:  # no gradient in a watched primal (not differentiable): no JVP
+        return tf.nest.map_structure(tf.stop_gradient, values)
     carried = []
     for v, t in zip(flat, tangents):
-        ours = tf.math.is_finite(t)
+        # t's tangent is J·t + (the tangent of J's code)·0: NaN where TensorFlow's
+        # forward mode of that code is inf, so it is checked as well as t
+        jvp = _forwardprop_util.pack_tangents([t]).tangents
+        if not jvp:
+            carried.append(v)
+            continue
+        ours = tf.math.is_finite(t) & tf.math.is_finite(jvp[0])
         tangent = tf.where(ours, t, tf.zeros_like(t))
         # elsewhere v's own tangent: v - stop_gradient(v), 0 where v is finite (each
         # term selects 0 or a 0 with a tangent: a select of v itself loses both)

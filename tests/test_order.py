@@ -67,6 +67,9 @@ ops:
     dtype: float64
     inputs: {r: [null], sigma: [], eps: []}
     output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
+  - name: pow15
+    inputs: {x: [null]}
+    output: x**1.5
   - name: scaled_tanh
     inputs: {x: [null, 3], b: [3], k: {shape: [], differentiable: false}, n: {shape: [], dtype: int32}}
     outputs:
@@ -173,6 +176,33 @@ def test_forward_mode_takes_the_derived_orders_in_every_mode(tf, orders):
         first, second = fn(x)
         np.testing.assert_allclose(first.numpy(), want["first"], rtol=1e-6, err_msg=mode)
         np.testing.assert_allclose(second.numpy(), want["second"], rtol=1e-5, err_msg=mode)
+
+
+def test_forward_mode_is_never_nan_where_it_was_finite_nor_counts_twice(tf, orders):
+    """Found by an independent check of `_with_jvp`: (1) a JVP's tangent carried
+    J's own tangent times 0, NaN where TensorFlow's forward mode of J's code is inf
+    (x**1.5's JVP at 0: exact 0); (2) under nested
+    accumulators the tangent d carried both, so forward-over-forward counted the cross
+    term twice; (3) a non-differentiable input's tangent reached the JVP only when no
+    other input was watched (its gradient is None: it contributes nothing)."""
+    x = tf.constant([0.0, 1e-30, 4.0], tf.float32)
+    with tf.autodiff.ForwardAccumulator(x, tf.ones_like(x)) as acc:
+        y = orders.pow15(x)
+    np.testing.assert_allclose(acc.jvp(y).numpy(), [0.0, 1.5e-15, 3.0], rtol=1e-6)
+    z = tf.constant([0.3, -1.0], tf.float64)
+    with tf.autodiff.ForwardAccumulator(z, 3 * tf.ones_like(z)) as outer:
+        with tf.autodiff.ForwardAccumulator(z, 2 * tf.ones_like(z)) as inner:
+            y = orders.softplus(z)
+        first = inner.jvp(y)
+    s = 1 / (1 + np.exp(-z.numpy()))
+    np.testing.assert_allclose(outer.jvp(first).numpy(), 6 * s * (1 - s), rtol=1e-12)
+    xs, b = tf.constant([[0.5, -1.0, 2.0]], tf.float64), tf.constant([1.0, 2.0, 0.5], tf.float64)
+    k, n = tf.constant(1.5, tf.float64), tf.constant(2, tf.int32)
+    for watched, tangents in (([k], [1.0]), ([b, k], [0.0, 1.0])):
+        with tf.autodiff.ForwardAccumulator(
+                watched, [tf.ones_like(w) * t for w, t in zip(watched, tangents)]) as acc:
+            value, _ = orders.scaled_tanh(xs, b, k, n)
+        np.testing.assert_array_equal(acc.jvp(value, tf.UnconnectedGradients.ZERO).numpy(), 0)
 
 
 def test_the_hessian_of_a_norm_near_the_origin_is_finite(tf, orders):
