@@ -715,7 +715,8 @@ def _with_jvp(values, primals, vjp):
     tangent J(p)·t. It is added to `values` (stopped), so the accumulator takes that
     tangent: it keeps the first tangent a tensor gets. Where that tangent is not finite
     (a coefficient of the VJP, or a value its code computes, is not), a finite value
-    keeps TensorFlow's own tangent.
+    keeps TensorFlow's own tangent; so it does under nested accumulators. Primals
+    whose gradient is None (not differentiable) add nothing.
 
     Args:
         values: a tensor, or a tuple of tensors (real floating dtypes).
