@@ -96,7 +96,9 @@ def _op_entry(
     seconds, budget = op_seconds(op.order or 1), None
     try:
         with time_budget(seconds) as budget:
-            op_ir, views, sampled = _derive_print_verify(doc, index, verify)
+            from .accuracy import derive_print_verify
+
+            op_ir, views, sampled = derive_print_verify(doc, index, verify)
     except BudgetExceeded as e:
         if e.budget is not budget:
             raise
@@ -114,10 +116,12 @@ def _op_entry(
     from .stability.audit.report import docstring_line
     from .views import op_views, with_audit_line
 
-    result = (
-        audit_in_budget(op_ir, views, partial(TFPrinter, op_ir.dtype)) if audit
-        else Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
-    )
+    if audit:
+        from .accuracy import audited
+
+        op_ir, views, sampled, result = audited(doc, index, verify, (op_ir, views, sampled))
+    else:
+        result = Audit(op_ir.name, op_ir.dtype, skipped="turned off for this build")
     elementwise = elementwise_reason(op_ir) is None
     levels = [audit_in_budget(level, op_views(level), partial(TFPrinter, level.dtype),
                               level=elementwise)
@@ -133,32 +137,6 @@ def _op_entry(
         # (timing is not in the key: audit again next time)
         cache.put(k, entry)
     return _decoded(entry)
-
-
-def _derive_print_verify(doc: SpecDocument, index: int, verify: bool):
-    """(op IR, views, sampled range or None) of ``doc.model.ops[index]``."""
-    from .pipeline import derive_op
-    from .views import RenderError, op_views
-
-    op_ir = derive_op(doc, index)
-    try:
-        views = op_views(op_ir)
-    except RenderError as e:
-        loc = ("ops", index)
-        raise SpecError(Diagnostic(doc.location(loc), str(e), doc.model.ops[index].name,
-                                   None)) from None
-    sampled = None
-    if verify:  # after printing succeeded: every value is something TensorFlow has
-        from .verify import VerificationError, verify_op
-
-        try:
-            sampled = verify_op(op_ir)
-            for level in op_ir.levels:  # each derived order, against its own differences
-                verify_op(level)
-        except VerificationError as e:
-            e.location = doc.location(("ops", index))
-            raise
-    return op_ir, views, sampled
 
 
 def _decoded(entry):

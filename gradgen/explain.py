@@ -50,14 +50,29 @@ def explain_spec(
             raise UsageError(f"op '{name}' is generated for {', '.join(dtypes)}, not {dtype}")
         shown = (dtype or default_dtype(dtypes)) if len(dtypes) > 1 else dtypes[0]
         variant = dtype_variant(doc, index, shown) if len(dtypes) > 1 else doc
-        op = derive_op(variant, index)
+        op, audit = _derived_audited(variant, index)
         where = doc.location(("ops", index))
-        audit = _audit(op)
         note = (f"generated for {', '.join(dtypes)}; shown in {shown} (see --dtype)"
                 if len(dtypes) > 1 else None)
         sections.append(_markdown(op, where, audit, note) if fmt == "markdown"
                         else _text(op, where, audit, note))
     return "\n".join(sections)
+
+
+def _derived_audited(doc, index: int):
+    """``(op IR, audit or None)``: derived and audited as the build does it (regimes
+    included: :func:`gradgen.accuracy.audited`), not verified; the audit None where the
+    op's code cannot be printed (the build reports that)."""
+    from .accuracy import audited
+    from .views import RenderError, op_views
+
+    op = derive_op(doc, index)
+    try:
+        views = op_views(op)
+    except RenderError:
+        return op, None
+    op, _, _, audit = audited(doc, index, False, (op, views, None))
+    return op, audit
 
 
 def _audit(op, level: bool = False):
@@ -82,10 +97,14 @@ def _text(op, where, audit=None, note=None) -> str:
         lines.append(f"  {note}")
     lines.append(f"  forward ({op.dtype}):")
     lines += [f"    {t}" for t in op.forward_text]
+    lines += [f"    {t}: the accuracy audit found it more accurate there"
+              for t in op.value_regimes]
     lines.append("  partial derivatives:")
     for p in op.partials:
         lines.append(f"    d({p.output})/d({p.wrt}) = {p.formula}")
         lines += [f"      {point}" for point in p.limits]
+        lines += [f"      {p.regime}: the accuracy audit found it more accurate there"
+                  ] if p.regime else []
     if not op.partials:
         lines.append("    none")
     if op.vjp_text:
@@ -159,12 +178,16 @@ def _markdown(op, where, audit=None, note=None) -> str:
     lines += [f"Spec: {markdown_text(str(where))}; dtype `{op.dtype}`.", "", "**Forward**",
               ""]
     lines += [f"- $\\mathrm{{{_tex_name(n)}}} = {_latex(e)}$" for n, e in op.forward_exprs]
+    lines += [f"  - {markdown_text(t)}: the accuracy audit found it more accurate there"
+              for t in op.value_regimes]
     lines += ["", "**Partial derivatives**", ""]
     for p in op.partials:
         lines.append(
             f"- $\\dfrac{{\\partial\\,\\mathrm{{{_tex_name(p.output)}}}}}"
             f"{{\\partial\\,\\mathrm{{{_tex_name(p.wrt)}}}}} = {_latex(p.expr)}$"
         )
+        lines += [f"  - {markdown_text(p.regime)}: the accuracy audit found it more "
+                  "accurate there"] if p.regime else []
     if not op.partials:
         lines.append("- none")
     if op.vjp_text:

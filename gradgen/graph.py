@@ -140,6 +140,9 @@ class Program:
         order: the highest derivative order derived symbolically (the spec's).
         level: 1 for an op of the spec; k + 1 for the VJP op of a level-k op
             (:mod:`gradgen.derive.vjp_op`).
+        regimes: partials computed as written on part of an input's range, where the
+            accuracy audit found the stable form less accurate there
+            (:mod:`gradgen.stability.regimes`; set by :mod:`gradgen.emit`).
     """
 
     name: str
@@ -155,6 +158,7 @@ class Program:
     fuse: str = "none"
     order: int = 1
     level: int = 1
+    regimes: tuple = ()
     shape_of: dict = field(default_factory=dict, compare=False, repr=False)
     factory: sh.DimFactory = field(default_factory=sh.DimFactory, compare=False, repr=False)
 

@@ -166,13 +166,15 @@ class PartialIR:
     """A partial derivative: d(output)/d(wrt) = formula (text) = expr (SymPy, with
     ``where`` names and node operations shown as symbols, for ``gradgen explain``);
     ``limits``: the points where its value is a limit computed at build time
-    (``at x = 1: -2, the limit from below``)."""
+    (``at x = 1: -2, the limit from below``); ``regime``: where the code computes it as
+    written instead (:mod:`gradgen.stability.regimes`), or empty."""
 
     output: str
     wrt: str
     formula: str
     expr: Any = None
     limits: tuple[str, ...] = ()
+    regime: str = ""
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,9 @@ class OpIR:
             pass's and keep those values alive after all); else empty.
         forward_text: the forward computation as formulas, for the docstring.
         forward_exprs: (name, SymPy expression) pairs of the same, for ``explain``.
+        value_regimes: ``out: as written where ...`` per output whose value the code
+            computes as written on part of an input's range
+            (:mod:`gradgen.stability.regimes`), for ``explain``.
         reductions: (input, how its gradient is unbroadcast) pairs.
         partials: partial derivatives, for the docstring.
         vjp_text: VJP rules of the matrix operations (``@``, transpose, inverse, det,
@@ -249,6 +254,7 @@ class OpIR:
     fuse: str = "none"
     levels: tuple["OpIR", ...] = ()
     level_note: str = ""
+    value_regimes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ verification and the accuracy audit follow in :mod:`gradgen.emit`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy
 
 from . import ir
@@ -19,8 +21,9 @@ from .expr import parse_op
 from .spec import SpecDocument
 
 
-def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
-    """Parse and derive ``doc.model.ops[index]``.
+def derive_op(doc: SpecDocument, index: int, regimes: tuple = ()) -> ir.OpIR:
+    """Parse and derive ``doc.model.ops[index]``; ``regimes``: partials to compute as
+    written on part of an input's range (:mod:`gradgen.stability.regimes`).
 
     Raises:
         SpecError: from parsing, or when a derivative cannot be expressed with
@@ -37,7 +40,10 @@ def derive_op(doc: SpecDocument, index: int) -> ir.OpIR:
     budget = None
     try:
         with time_budget(seconds) as budget:
-            return derive(parse_op(doc, index), doc)
+            program = parse_op(doc, index)
+            if regimes:
+                program = dataclasses.replace(program, regimes=tuple(regimes))
+            return derive(program, doc)
     except (BudgetExceeded, RecursionError) as e:
         if isinstance(e, BudgetExceeded) and e.budget is not budget:
             raise  # an enclosing budget (the op's, the build's) ran out: it reports

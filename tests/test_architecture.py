@@ -20,9 +20,10 @@ RANKS = {
     "expr": 5, "stability": 5,
     "derive": 6, "verify": 6, "printer": 6, "cache": 6, "outputs": 6, "config": 6,
     "pipeline": 7, "views": 7,
-    "explain": 8, "emit": 8,
-    "api": 9, "cli": 9,
-    "__init__": 10, "__main__": 10,
+    "accuracy": 8,
+    "explain": 9, "emit": 9,
+    "api": 10, "cli": 10,
+    "__init__": 11, "__main__": 11,
 }
 MAX_MODULE_LINES, MAX_CLASS_LINES, MAX_FUNCTION_LINES = 700, 400, 80
 

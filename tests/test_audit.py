@@ -23,6 +23,7 @@ import gradgen.stability as stable
 from conftest import run_python
 from gradgen.cli import main
 from gradgen.pipeline import derive_op
+from gradgen.accuracy import audited
 from gradgen.emit import generate
 from gradgen.explain import explain_spec
 from gradgen.spec import load_spec
@@ -393,25 +394,35 @@ KNOWN: dict = {}
 KNOWN_WORSE = {
     ("seeds", "scaled_sum"): "the constant applied last (so that 2 * scale cannot "
     "overflow before a + b = 0) lets scale * (a + b) underflow to a subnormal first: 0 "
-    "where the value is 1.2e-38, just above float32's smallest normal number",
+    "where the value is 1.2e-38, just above float32's smallest normal number; one point "
+    "of three inputs, no interval of one (regimes.MIN_WINS)",
     ("special", "data_power"): "x**p's partial in x as xdivy(p, x**(1 - p)), which is "
     "+inf at x = 0 for 0 < p < 1 as it should be, rounds 1 - p: 2e-6 relative at "
-    "x = 7e-26, p = -1e-5, where p * x**p / x does not",
-    ("special", "exp_log_power"): "as data_power (exp(p*log(x)) is x**p)",
+    "x = 7e-26, p = -1e-5, where p * x**p / x does not; the regime as written for x > 0 "
+    "is 0 at x = 1e-30, p = 1.5 (x**p underflows), which the held-out points find, so "
+    "it is not kept",
     ("stability", "power"): "as data_power",
+    ("special", "exp_log_power"): "x**p's partial in x as xdivy(p, x**(1 - p)) rounds "
+    "1 - p: 1.3e-6 relative at x = 2.5e-25, p = 1e-6, where p * exp(p*log(x)) / x does "
+    "not; one point, and no interval of one input (the written form loses |p*log(x)| "
+    "ulps of its own where that is large)",
     ("stability", "inverse_power"): "r**-12 by repeated squaring is up to 6 ulps off "
     "(3.7 bits at r = 485), tf.math.pow within one; kept because a power split into "
     "products keeps a product in range where one pow overflows (x**20 * exp(-x) is 22 "
-    "at x = 86 in float32, where x**20 is inf)",
+    "at x = 86 in float32, where x**20 is inf); the regime that computes the gradient "
+    "as written is split into products by the same cheaper form, so it is not kept",
 }
 
 
 @pytest.mark.parametrize("path, name", list(_example_ops()))
 def test_example_ops_are_clean(path, name):
     """No NaN or inf where the exact gradient is finite, and nowhere less accurate than
-    the form as written (Herbie's rule), but for the known findings above."""
-    op = _op(path, name)
-    audit = audit_op(op, op_views(op), printer=partial(TFPrinter, op.dtype))
+    the form as written (Herbie's rule), but for the known findings above; audited as
+    the build audits (regimes included)."""
+    doc = load_spec(str(path))
+    index = [o.name for o in doc.model.ops].index(name)
+    op = derive_op(doc, index)
+    _, _, _, audit = audited(doc, index, False, (op, op_views(op), None))
     if audit.skipped:
         assert "tensor operations" in audit.skipped or "not audited" in audit.skipped \
             or "no differentiable input" in audit.skipped
@@ -1909,3 +1920,61 @@ def test_derived_orders_of_broadcast_inputs_are_audited(tmp_path, no_cache):
     assert "the accuracy audit of order 2 found NaN or inf" in _words(result.output)
     text = _words((tmp_path / "out" / "audited.py").read_text())
     assert "Accuracy audit of order 2 (float32, " in text
+
+
+def test_a_rewrite_less_accurate_on_part_of_the_range_is_branched(tf, tmp_path, no_cache):
+    """Log-cosh as a real project wrote it, x + log1p(expm1(-2*x)/2): its stable form
+    (softplus) is 4 ulps off at x = -0.5 in float32 where the form as written is within
+    one, and the form as written overflows below x = -44. The build branches, as written
+    above the switch and the stable form below (Herbie's regimes), and the audit finds
+    it nowhere less accurate than written; explain says which form where."""
+    import gradgen
+
+    op = gradgen.op("log_cosh", "x + log1p(expm1(-2*x)/2)", inputs={"x": [None]})
+    source = _words(op.source)
+    assert "as written where x >= -4" in source and "tf.where( x < -4" in source
+    points = np.array([-3e38, -100.0, -0.5, 1e-3, 0.75, 3.0, 1e30], np.float32)
+    xs = tf.constant(points)
+    with tf.GradientTape() as outer:
+        outer.watch(xs)
+        with tf.GradientTape() as inner:
+            inner.watch(xs)
+            y = op(xs)
+        gx = inner.gradient(y, xs)
+    gxx = outer.gradient(gx, xs).numpy()
+    exact = np.array([float(mpmath.log(mpmath.cosh(mpmath.mpf(float(v)))))
+                      for v in points[1:-1]])
+    # within an ulp or so, but at 1e-3, where both forms cancel (the stable one lost 5%
+    # there before it kept closer to the written form, which is 8e-6 off)
+    rtol = np.where(np.abs(points[1:-1]) < 0.01, 1e-5, 1.5e-7)
+    assert np.all(np.abs(y.numpy()[1:-1] - exact) <= rtol * np.abs(exact))
+    np.testing.assert_allclose(gx.numpy(), np.tanh(points.astype(np.float64)), rtol=2e-7)
+    assert np.all(np.isfinite(gxx))
+    text = explain_spec(str(_spec(tmp_path, """
+        - name: log_cosh
+          inputs: {x: [null]}
+          output: x + log1p(expm1(-2*x)/2)
+    """)))
+    assert "out: as written (x + log1p(expm1(-2*x)/2)) where x >= -4" in text
+    assert "the generated form is less accurate" not in text
+
+
+def test_a_regime_that_loses_where_it_was_not_sampled_is_not_kept(no_cache):
+    """x**p's partial in x: as written (p*x**p/x) for x > 0 is more accurate than
+    xdivy(p, x**(1 - p)) at every sampled point of the example op (the stable form
+    rounds 1 - p), but 0 at x = 1e-30, p = 1.5, where x**p underflows and the exact
+    value is 1.5e-15: the held-out points find it, and the build keeps the stable form."""
+    from gradgen.stability.audit.holdout import no_worse
+    from gradgen.stability.regimes import Regime
+
+    doc = load_spec(str(ROOT / "examples" / "special.yaml"))
+    index = [o.name for o in doc.model.ops].index("data_power")
+    before = derive_op(doc, index)
+    x, p = sympy.symbols("x p", real=True)
+    regime = Regime("out", "x", "x", ((0.0, True),), ("stable", "written"), p * x**p / x, 1.0)
+    after = derive_op(doc, index, (regime,))
+    lost = no_worse((before, op_views(before)), (after, op_views(after)), seed_text(after))
+    assert lost is not None and lost["input"] == "x"
+    assert lost["after"] == 0.0 and lost["exact"] > 1e-30
+    built, _, _, audit = audited(doc, index, False, (before, op_views(before), None))
+    assert not any(p.regime for p in built.partials)

@@ -17,6 +17,7 @@ from ..stability import guards
 from ..stability.cheaper import CHEAPER
 from ..stability.reductions import RULES as REDUCTION_RULES
 from .context import Derivation
+from .regimes import of_output, regime_text
 from .forward import reference
 from .lower import Lowered
 from .reverse import Backward
@@ -97,6 +98,8 @@ def op_ir(d: Derivation, lowered: Lowered, backward: Backward, forward: tuple,
         example_shapes=example_shapes(p),
         solves=any(n.op in ("inverse", "det", "logdet") for n in p.nodes),
         rewrites=tuple(f"{name}: {identity(name)}" for name in sorted(d.rules_used)),
+        value_regimes=tuple(f"{out_locals[o.name]}: {regime_text(r)}" for o, _ in lowered.outputs
+                            if (r := of_output(d, o.name).get(None)) is not None),
     )
 
 

@@ -19,6 +19,7 @@ from .. import shapes as sh
 from ..stability import guards
 from .context import Derivation
 from .cotangents import Contribution, Cotangents
+from .regimes import branched, regime_text
 from .stabilize import finalize, simplify_partial
 from .text import shorten, spec_str
 
@@ -87,12 +88,14 @@ def partial(d: Derivation, expr, wrt, key, label, filled: list | None = None):
 
 
 def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, key, docs,
-                    narrow=None) -> None:
+                    narrow=None, regimes=None) -> None:
     """Contributions of ``g * conj(d expr/d v)`` to every differentiable symbol ``v``.
 
     ``narrow``: ``(g's shape, widened)`` where ``g`` is smaller than ``shape`` (a
     keepdims reduction's cotangent); ``widened()`` gives ``g`` broadcast to
     ``shape``, used for the partials whose product with ``g`` would not have it.
+    ``regimes``: input name -> the :class:`gradgen.stability.regimes.Regime` of its
+    partial, where ``expr`` is an output of an op with no tensor nodes.
     """
     key_text = d.key(key)
     show = d.display.show
@@ -105,12 +108,16 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         derived: list = []
         p = partial(d, expr, v, key, label, derived)
         filled, points = _limits(d, p, derived)
-        docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p), points))
+        regime = (regimes or {}).get(v.name)
+        docs.append(ir.PartialIR(out_name, v.name, show(p), d.display.shown(p), points,
+                                 regime_text(regime)))
         if p == 0:
             continue
         code = finalize(d, filled, partial=True)
         if not d.program.is_complex:
             code = _pull_sign(code)
+        if regime is not None:
+            code = branched(d, regime, code)
         g_v = g
         if narrow is not None and not _covers(d, code, narrow[0], shape):
             g_v = narrow[1]()
@@ -127,6 +134,9 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         # no provenance for a constant partial or a single value: the code says it
         comments = () if p.is_number or p.is_Symbol else (
             shorten(f"{label} = {show(p)}  ({key_text})"),)
+        if regime is not None:
+            comments += (f"{regime.describe()}: the accuracy audit found it more accurate "
+                         "there",)
         state.add(v, Contribution(term, shape, comments))
 
 

@@ -17,6 +17,7 @@ from ..graph import TensorNode
 from ..stability import guards
 from .context import Derivation
 from .lower import Lowered
+from .regimes import branched, of_output
 from .stabilize import finalize
 from .text import describe_node
 
@@ -87,8 +88,15 @@ def forward_values(d: Derivation, lowered: Lowered) -> list:
     for o, expr in lowered.outputs:
         if _named_by_node(lowered, o, expr):
             continue  # the output is a node's result, already named after the output
-        value = as_written(d, finalize(d, expr), o.term.shape, o.term.leaves)
-        values.append((lowered.out_locals[o.name], value, (d.key(o.key),)))
+        value = finalize(d, expr)
+        regime = of_output(d, o.name).get(None)
+        comments = (d.key(o.key),)
+        if regime is not None:
+            value = branched(d, regime, value)
+            comments += (f"{regime.describe()}: the accuracy audit found it more accurate "
+                         "there",)
+        value = as_written(d, value, o.term.shape, o.term.leaves)
+        values.append((lowered.out_locals[o.name], value, comments))
     return values
 
 

@@ -23,6 +23,7 @@ from .context import Derivation
 from .cotangents import Contribution, Cotangents, OperandVJP
 from .elementwise import elementwise_vjp
 from .lower import Lowered
+from .regimes import of_output
 from .text import shorten, spec_str
 from .unbroadcast import accumulate
 
@@ -72,7 +73,7 @@ def reverse(d: Derivation, lowered: Lowered) -> Backward:
     reduction_text: list[str] = []
     for (o, expr), u in zip(lowered.outputs, upstreams):
         elementwise_vjp(d, state, expr, u, o.term.shape, lowered.out_locals[o.name], o.key,
-                        partials)
+                        partials, regimes=of_output(d, o.name))
     for node in reversed(d.nodes):
         contributions = state.contributions.pop(node.symbol, [])
         if not contributions:

@@ -32,9 +32,10 @@ from ... import ir
 from ...errors import error_text
 from ...pinned import srepr, sstr
 from .. import formats
+from ..regimes import infer as infer_regime
 from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
-from .reference import Reference
+from .reference import UNDEFINED, Reference
 from .sample import sample
 from .written import Written
 
@@ -134,12 +135,16 @@ def _call_text(value) -> str:
 
 
 def audit_op(op: ir.OpIR, views, random_points: int | None = None,
-             printer=None, level: bool = False) -> Audit:
+             printer=None, level: bool = False, regimes: list | None = None) -> Audit:
     """Audit ``op``, whose printed code is ``views`` (see the module docstring).
     ``printer``: makes a fresh :class:`gradgen.printer.TFPrinter` for ``op.dtype``, to
     print the forms as written each target is also measured against (:mod:`.written`);
     None leaves them unmeasured. ``level``: ``op`` is a derived order's VJP op of an
-    elementwise op, whose unbroadcasting reductions are audited as the identity."""
+    elementwise op, whose unbroadcasting reductions are audited as the identity.
+    ``regimes``: receives a :class:`gradgen.stability.regimes.Regime` for each partial
+    the generated form of which is less accurate than the form as written somewhere
+    sampled and more accurate elsewhere (Herbie's regime inference), for
+    :mod:`gradgen.emit` to derive again with."""
     fmt = formats.get(op.dtype)
     if fmt is None:
         return Audit(op.name, op.dtype, skipped=f"{op.dtype} ops are not audited")
@@ -166,14 +171,29 @@ def audit_op(op: ir.OpIR, views, random_points: int | None = None,
     targets = []
     for t, ((k, name, _), (values, kinds)) in enumerate(zip(reference.targets, exact)):
         got = outputs[k] if name is None else gradients[k][name]
-        targets.append(_target(op, fmt, points, names, (k, name), got, written[t],
-                               values, kinds))
+        target, bits = _target(op, fmt, points, names, (k, name), got, written[t],
+                               values, kinds)
+        targets.append(target)
+        if regimes is not None and target.worse and bits[1] is not None:
+            defined = _defined(reference, exact, k)
+            found = infer_regime(fmt, points, *_nan_loses(got, written[t], *bits, defined),
+                                 (target.output, name), reference.targets[t][2],
+                                 _measure(fmt, program, reference, printer, (t, k, name)))
+            regimes += [found] if found is not None else []
     return Audit(op.name, op.dtype, n, None, targets)
 
 
-def _target(op, fmt, points, names, key, got, written, values, kinds) -> Target:
+def _defined(reference: Reference, exact: list, k: int) -> np.ndarray:
+    """Where output ``k`` as written is defined (its class not UNDEFINED): inside the
+    real domain, a pole of a partial included."""
+    t = next(t for t, (j, name, _) in enumerate(reference.targets) if j == k and name is None)
+    return exact[t][1] != UNDEFINED
+
+
+def _target(op, fmt, points, names, key, got, written, values, kinds):
     """One target's :class:`Target`: the generated values ``got`` and the form as
-    written's (None where it cannot be run) against the exact ``values``."""
+    written's (None where it cannot be run) against the exact ``values``; and the
+    errors in bits per point of both (the written one's None where not run)."""
     k, name = key
     m = compare(fmt, got, values, kinds)
     examples = [
@@ -187,7 +207,7 @@ def _target(op, fmt, points, names, key, got, written, values, kinds) -> Target:
         mean_bits = float(counted.mean())
     else:
         worst_bits, worst_at, mean_bits = 0.0, None, 0.0
-    written_mean, worse, worse_examples = None, 0, []
+    written_mean, worse, worse_examples, w = None, 0, [], None
     if written is not None:
         w = compare(fmt, written, values, kinds)
         both = ~np.isnan(m.bits) & ~np.isnan(w.bits)
@@ -199,9 +219,56 @@ def _target(op, fmt, points, names, key, got, written, values, kinds) -> Target:
              "written": _num(written[j]), "exact": _num(values[j])}
             for j in lost[:MAX_EXAMPLES]
         ]
-    return Target(op.outputs[k].name, name, int(m.counted.sum()), len(m.nonfinite),
-                  examples, round(worst_bits, 2), worst_at, round(mean_bits, 2),
-                  written_mean, worse, worse_examples)
+    target = Target(op.outputs[k].name, name, int(m.counted.sum()), len(m.nonfinite),
+                    examples, round(worst_bits, 2), worst_at, round(mean_bits, 2),
+                    written_mean, worse, worse_examples)
+    return target, (m.bits, None if w is None else w.bits)
+
+
+# the error in bits of a NaN where the other form is a number (any format's width, at
+# least: the costs only compare)
+NAN_BITS = 64.0
+
+
+def _nan_loses(got, written, got_bits, written_bits, defined) -> tuple:
+    """Both forms' errors in bits, for regime inference: also at the points where
+    the forward is ``defined`` but the partial's exact value is not counted (a pole,
+    where the math's value is +-inf), a form that is NaN where the other is not scores
+    :data:`NAN_BITS`, and the other 0: ``p*x**p/x`` is NaN at x = 0 for 0 < p < 1,
+    where ``xdivy(p, x**(1 - p))`` is the derivative's inf. Outside the domain (x < 0
+    there) neither number means anything."""
+    got = np.broadcast_to(np.asarray(got, dtype=np.float64), np.shape(got_bits))
+    written = np.broadcast_to(np.asarray(written, dtype=np.float64), np.shape(got_bits))
+    got_bits, written_bits = got_bits.copy(), written_bits.copy()
+    for mine, theirs, bits, other in ((written, got, written_bits, got_bits),
+                                      (got, written, got_bits, written_bits)):
+        lost = defined & np.isnan(mine) & ~np.isnan(theirs)
+        bits[lost] = np.fmax(bits[lost], NAN_BITS)
+        other[lost & np.isnan(other)] = 0.0
+    return got_bits, written_bits
+
+
+def _measure(fmt, program: Program, reference: Reference, printer, where: tuple):
+    """``points -> (generated form's bits, written form's bits)`` of the target
+    ``where`` (its index, output index and input name, None for the output's value) at
+    other points than the sample's: for :func:`gradgen.stability.regimes.infer` to
+    refine its boundaries."""
+    t, k, name = where
+    written = Written(reference, printer())  # (a fresh printer: its helpers are its own)
+
+    def measure(points):
+        outputs, gradients = program.run(fmt, points)
+        exact = reference.evaluate(fmt, points)
+        values, kinds = exact[t]
+        ours = outputs[k] if name is None else gradients[k][name]
+        theirs = written.run(fmt, points)[t]
+        if theirs is None:  # pragma: no cover - it ran at the sample's points
+            theirs = np.full(len(values), np.nan)
+        return _nan_loses(ours, theirs, compare(fmt, ours, values, kinds).bits,
+                          compare(fmt, theirs, values, kinds).bits,
+                          _defined(reference, exact, k))
+
+    return measure
 
 
 def _point(points, names, j) -> dict:
@@ -218,7 +285,8 @@ def _num(value) -> float | str:
     return value
 
 
-def audit_in_budget(op: ir.OpIR, views, printer=None, level: bool = False) -> Audit:
+def audit_in_budget(op: ir.OpIR, views, printer=None, level: bool = False,
+                    regimes: list | None = None) -> Audit:
     """:func:`audit_op` under the per-op time budget (:mod:`gradgen.budget`); an audit
     that runs out of time is reported as not run, never as a failure."""
     from ...budget import BudgetExceeded, op_seconds, time_budget
@@ -227,7 +295,7 @@ def audit_in_budget(op: ir.OpIR, views, printer=None, level: bool = False) -> Au
     try:
         with time_budget(op_seconds()) as budget, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, never the user's
-            return audit_op(op, views, printer=printer, level=level)
+            return audit_op(op, views, printer=printer, level=level, regimes=regimes)
     except BudgetExceeded as e:
         if e.budget is not budget:
             raise  # the build's budget ran out: the build reports it

@@ -54,6 +54,9 @@ GUARDS = {
     "overflow, the halves cannot)",
     "paired_quotient": "g*A/(c + g) as (g/(c + g))*A: the ratio lies in [0, 1] where "
     "(c + g)**2 or A/(c + g) alone would overflow or underflow",
+    "regimes": "a partial as written on the interval of an input where the accuracy audit "
+    "measured it more accurate than the stable form, the stable form elsewhere (Herbie's "
+    "regime inference)",
     "double_where": "where() branches evaluated at safe inputs where not selected",
     "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
     "0 and the polynomial R overflows (0 * inf, exactly 0)",
