@@ -162,6 +162,11 @@ def families(tf):
             single([-1e4, -100.0, -20.0, -1.0, 0.0, 1e-3, 1.0, 20.0, 100.0, 1e4]),
             lambda x: log(tf.math.cosh(x)),
         ),
+        Family(
+            "asinh_log",
+            single([-3e38, -1e20, -747.0, -1.0, -1e-3, 0.0, 1e-3, 1.0, 747.0, 1e20, 3e38]),
+            lambda x: log(x + tf.math.sqrt(x**2 + 1)),
+        ),
         # r**-12 underflows below float16's smallest normal (6e-5) for r > 2.2
         Family(
             "inverse_power",

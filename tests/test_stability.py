@@ -102,7 +102,7 @@ OPS = [
     "softplus_naive", "sigmoid_naive", "logistic_ratio", "swish", "log1p_naive",
     "expm1_naive", "entropy", "cross_entropy", "log_sigmoid", "log_one_minus_sigmoid",
     "logaddexp", "softmax2", "log_softmax2", "power", "norm", "angle", "sinc",
-    "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "inverse_power",
+    "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "asinh_log", "inverse_power",
     # logexp and sigmoid families
     "log1mexp_naive", "log1mexp_expm1", "log1mexp_log1p", "log1mexp_negated",
     "logdiffexp", "log_expm1", "softplus_log1p", "log1p_expm1", "exp_log1p",

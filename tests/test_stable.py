@@ -34,6 +34,7 @@ EXAMPLES = {
     "log_sigmoid": (log(sigmoid(x)), -softplus(-x)),
     "log1p": (log(1 + x * y), log1p(x * y)),
     "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
+    "log_asinh": (log(x + sympy.sqrt(x**2 + 1)), sympy.asinh(x)),
     "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
     "sech_squared": (2 - 2 * tanh(x - y)**2, 2 * sympy.Piecewise(
         ((1 - tanh(x - y)) * (1 + tanh(x - y)), sympy.Abs(x - y) < 1),
@@ -361,6 +362,12 @@ MORE_FORMS = {
     ],
     "log_erfc": [(exp(_erfc(x)), None)],
     "log_cosh": [(exp(cosh(x)), None)],
+    "log_asinh": [
+        (log(2 * y + sqrt(4 * y**2 + 9)), sympy.asinh(2 * y / 3) + log(9) / 2),
+        (log(x + fn.hypot(2, x)), sympy.asinh(x / 2) + log(4) / 2),
+        (log(x + sqrt(y**2 + 1)), None),  # another input under the root
+        (log(x + sqrt(x**2 - 1)), None),  # acosh's: defined for x >= 1 only
+    ],
     "sqrt_conjugate": [
         (sqrt(x**2 + 1) - 1 + sympy.sin(y), x**2 / (sqrt(x**2 + 1) + 1) + sympy.sin(y)),
         (sqrt(x**2 + 1) - sqrt(y**2 + 1), None),  # a - b is not a number

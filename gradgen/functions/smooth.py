@@ -322,3 +322,9 @@ class hypot(sympy.Function):
 
     def _eval_is_nonnegative(self):
         return all(a.is_real for a in self.args) or None
+
+    def _eval_is_positive(self):
+        # hypot(1, x) is never 0: no guard against dividing by it
+        if all(a.is_real for a in self.args) and any(a.is_zero is False for a in self.args):
+            return True
+        return None

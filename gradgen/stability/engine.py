@@ -69,6 +69,7 @@ ORDER = (
     "exp_power",  # after xlogy: reads the exponential's xlogy(k, x)
     "xlog1py",
     "log_cosh",
+    "log_asinh",
     "tanh_ratio",
     "sech_squared",
     "expm1",
