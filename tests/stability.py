@@ -163,6 +163,11 @@ def families(tf):
             lambda x: log(tf.math.cosh(x)),
         ),
         Family(
+            "cauchy",
+            single([-3e38, -1e20, -1e10, -1.0, -1e-20, 0.0, 0.5, 1e19, 3e38]),
+            lambda x: log(1 + x**2),
+        ),
+        Family(
             "asinh_log",
             single([-3e38, -1e20, -747.0, -1.0, -1e-3, 0.0, 1e-3, 1.0, 747.0, 1e20, 3e38]),
             lambda x: log(x + tf.math.sqrt(x**2 + 1)),

@@ -20,7 +20,7 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Ratio, Recip, Square, expm1, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
+    Guard, Ratio, Recip, Square, expm1, hypot, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
     sigmoid, softplus, xdivy, xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
@@ -1250,6 +1250,37 @@ def test_paired_quotients(written, expected):
     out, used = guards.paired_quotients(written)
     assert out == expected
     assert used == (("paired_quotient",) if out != written else ())
+
+
+# ------------------------------------------------------------ norm_quotients
+
+NORMS = [
+    # log(1 + x**2)'s slope: 2*(x/h)/h, no square
+    (2 * x * (x**2 + 1) ** -1, Ratio(2 * Ratio(x, hypot(1, x)), hypot(1, x))),
+    # x**2 meets the norm twice ((x/h)**2 lies in [0, 1]), the rest the other two
+    (y * x**2 * (x**2 + 4) ** -2,
+     Ratio(Ratio(y * Ratio(x, hypot(2, x)) ** 2, hypot(2, x)), hypot(2, x))),
+    # a sum as the rest: divided by the norm twice (x/(1 + x**2)'s slope)
+    ((1 - x**2) * (x**2 + 1) ** -2,
+     Ratio(Ratio(Ratio(Ratio(1 - x**2, hypot(1, x)), hypot(1, x)), hypot(1, x)),
+           hypot(1, x))),
+    # two components: each over the norm, the highest power first
+    (y * x**2 * (x**2 + y**2) ** -1, y * Ratio(x, hypot(x, y)) ** 2),
+    (x * (x**2 + 4 * y**2) ** -1, Ratio(Ratio(x, hypot(x, 2 * y)), hypot(x, 2 * y))),
+    # left alone: not a sum of squares (a negative term, an input coefficient), a power
+    # not negative, a number over the sum
+    (x * (x**2 - 1) ** -1, x * (x**2 - 1) ** -1),
+    (x * (x**2 * y + 1) ** -1, x * (x**2 * y + 1) ** -1),
+    (x * (x**2 + 1) ** 2, x * (x**2 + 1) ** 2),
+    (3 * (x**2 + 1) ** -1 * y**0, 3 * (x**2 + 1) ** -1),
+]
+
+
+@pytest.mark.parametrize("written, expected", NORMS, ids=str)
+def test_norm_quotients(written, expected):
+    out, used = guards.norm_quotients(written)
+    assert out == expected
+    assert used == (("norm_quotient",) if out != written else ())
 
 
 # ------------------------------------------------------------ exponent_logs

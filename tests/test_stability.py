@@ -102,7 +102,8 @@ OPS = [
     "softplus_naive", "sigmoid_naive", "logistic_ratio", "swish", "log1p_naive",
     "expm1_naive", "entropy", "cross_entropy", "log_sigmoid", "log_one_minus_sigmoid",
     "logaddexp", "softmax2", "log_softmax2", "power", "norm", "angle", "sinc",
-    "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "asinh_log", "inverse_power",
+    "expm1_ratio", "sqrt_relu", "elu", "log_cosh", "cauchy", "asinh_log",
+    "inverse_power",
     # logexp and sigmoid families
     "log1mexp_naive", "log1mexp_expm1", "log1mexp_log1p", "log1mexp_negated",
     "logdiffexp", "log_expm1", "softplus_log1p", "log1p_expm1", "exp_log1p",
@@ -120,7 +121,9 @@ def test_every_stability_op_is_checked(raw):
 def test_gradient_matches_50_digit_reference(tf, modules, raw, cases, op, dtype):
     family = cases[op]
     expr, symbols = raw[op]
+    # a point whose input overflows the dtype (1e20 in float16) is not one of its points
     points = [tuple(rounded(p, dtype)) for p in family.points]
+    points = [p for p in points if all(math.isfinite(v) for v in p)]
     columns = list(zip(*points))
     got = _grads(tf, getattr(modules[dtype], op), columns, dtype)
     for i, point in enumerate(points):

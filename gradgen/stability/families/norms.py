@@ -19,7 +19,7 @@ from ...functions import hypot
 from ..rule import Rule
 
 
-def _root(term):
+def root_of_square(term):
     """A real ``r`` with ``r**2 == term`` read off the term's form, or None."""
     if term.is_number:
         return sympy.sqrt(term) if term.is_positive else None
@@ -50,7 +50,7 @@ def _hypot(expr):
     k = expr.exp
     if not (k.is_Rational and k.q == 2):
         return None
-    roots = [_root(t) for t in expr.base.args]
+    roots = [root_of_square(t) for t in expr.base.args]
     if any(r is None for r in roots) or sum(1 for r in roots if not r.is_number) == 0:
         return None
     return hypot(*roots) ** int(k.p)

@@ -50,6 +50,10 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   the rest's powers and ``Q`` its other factors: 0 where ``a`` is 0 (``depth *
   expm1(-width*(r - r0))**2`` at depth = 0 and an overflowing rest: was NaN), and as
   written at a pole, where 0 * inf has no value.
+* :func:`norm_quotients`: a product with ``(c + x**2 + ...)**-m`` divided by the norm
+  ``hypot(√c, x, ...)`` 2m times, its factors that grow with it first (``2*x/(1 +
+  x**2)`` as ``2*(x/h)/h``: ``x**2`` overflows); :func:`norm_logs`: ``log1p(x**2 +
+  ...)`` as ``2*log(hypot(1, x, ...))`` where that is at least 1024;
 * :func:`paired_quotients`: ``g * A / (c + g)`` is ``Ratio(g, c + g) * A``: the ratio
   lies in [0, 1] where the quotient alone underflows or overflows (Cauchy's loss's
   second derivative at x = 1e10 in float32: ``c**2/(1 + t)/(1 + t)`` was 0, and the sign
@@ -86,6 +90,7 @@ from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
 from .products import split_differences, split_gaussians, vanishing_products, zero_factors
+from .norms import norm_logs, norm_quotients
 from .quotients import paired_quotients
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
@@ -107,6 +112,8 @@ __all__ = [
     "kinks_to_piecewise",
     "limit_at_zero",
     "paired_quotients",
+    "norm_quotients",
+    "norm_logs",
     "removable_singularities",
     "singular_limits",
     "split_exponentials",

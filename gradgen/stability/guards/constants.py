@@ -52,6 +52,10 @@ GUARDS = {
     "factor of the power takes its share of the exponential (b**n may overflow)",
     "split_difference": "w*(a - b) as w*(a/2 - b/2)*2 where |a - b| > 1 (a - b may "
     "overflow, the halves cannot)",
+    "norm_quotient": "A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c), "
+    "x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)",
+    "norm_log": "log1p(x**2 + ...) = 2*log(h), h = hypot(1, x, ...), where h >= 1024 "
+    "(128 in float16): the sum of squares overflows where the log does not",
     "paired_quotient": "g*A/(c + g) as (g/(c + g))*A: the ratio lies in [0, 1] where "
     "(c + g)**2 or A/(c + g) alone would overflow or underflow",
     "regimes": "a partial as written on the interval of an input where the accuracy audit "

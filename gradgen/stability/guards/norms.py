@@ -1,0 +1,144 @@
+"""Sums of squares computed as the square of their norm: quotients by them and their
+logarithms (:func:`norm_quotients`, :func:`norm_logs`).
+
+Receives: a real elementwise SymPy expression ready to print (and, for the logarithms,
+the op's dtype). Returns: the expression with each sum of squares ``q = c + x**2 + ...``
+(``c >= 0`` a number, the coefficients positive numbers: the ``hypot`` rule's
+``root_of_square`` reads the roots) that would be computed as a sum, and overflow where
+the value does not, computed from the norm ``h = hypot(√c, x, ...)`` (``h**2 = q``,
+computed scaled: :func:`gradgen.functions.hypot`), and the names of the guards used
+(``norm_quotient``, ``norm_log``). Source: LAPACK's scaled norms (``dnrm2``; Blue 1978),
+as the ``hypot`` rule; Cauchy's and Student-t's losses, ``log(1 + (x/c)**2)``, are the
+forms users write.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ...functions import Ratio, hypot, log1p
+from ..families.norms import root_of_square
+from .walk import bottom_up, each_product
+
+# The norm h = sqrt(1 + q) from which log1p(q) of a sum of squares is 2*log(h): below it
+# q is under 2**20 (2**14 in float16, whose largest number is 65504), finite in every
+# dtype, and above it log(h) is accurate to its last digits (it is at least 6.9 and
+# 4.8, far from the cancellation of log near 1).
+NORM_LOG_SWITCH = {"float16": 2.0**7}
+NORM_LOG_SWITCH_DEFAULT = 2.0**10
+
+
+def _square_sum(q):
+    """``hypot(r1, r2, ...)`` whose square is ``q``, a sum of squares (``c + x**2``,
+    ``x**2 + 4*y**2``: numbers positive, at least one term not a number); else None."""
+    if not isinstance(q, sympy.Add):
+        return None
+    roots = [root_of_square(t) for t in q.args]
+    if any(r is None for r in roots) or all(r.is_number for r in roots):
+        return None
+    return hypot(*roots)
+
+
+def _over_norm(e):
+    """``e`` (a product) with a factor ``q**-m`` (``q`` a sum of squares, ``h**2``,
+    :func:`_square_sum`) as the rest divided by ``h`` 2m times, each of the rest's
+    factors that grows with ``h`` (a power of a root of ``q``) divided first, the highest
+    powers first: ``x**2*y/(x**2 + y**2)`` is ``(x/h)**2*y``; none of it overflows
+    (``x**2`` is inf from 1.8e19 in float32) or underflows where the value does not,
+    and TensorFlow's derivative of it is finite at 0 (``2/(x + 1/x)``, which needs no
+    norm, is NaN there). None where no factor is such a power."""
+    for f in e.args:
+        if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0):
+            continue
+        h = _square_sum(f.base)
+        if h is None:
+            continue
+        grows = set().union(*(r.free_symbols for r in h.args))
+        divisions = -2 * int(f.exp)
+        paired, rest = [], []
+        for a in sorted((a for a in e.args if a is not f), key=lambda a: -_growth(a, grows)):
+            k = _growth(a, grows)
+            base = a.as_base_exp()[0]
+            powers = min(k, divisions)
+            if not powers:
+                rest.append(a)
+                continue
+            paired.append(Ratio(base, h) ** powers)
+            rest.append(base ** (k - powers))
+            divisions -= powers
+        value = sympy.Mul(*rest, *paired)
+        if not paired and value.is_number:
+            continue  # (c/q, as paired_quotients leaves it: readable, and 0 only where
+            # c/q is below c/largest)
+        for _ in range(divisions):
+            value = Ratio(value, h)
+        return value
+    return None
+
+
+def _growth(factor, grows) -> int:
+    """``k`` for a factor ``base**k`` (``k`` a positive integer) whose base is a function
+    of the symbols in ``grows`` (a root of the sum); else 0."""
+    base, k = factor.as_base_exp()
+    if k.is_Integer and k > 0 and not base.is_number and base.free_symbols <= grows:
+        return int(k)
+    return 0
+
+
+def norm_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Each product with ``(c + x**2 + ...)**-m`` computed with the norm ``h = hypot(√c,
+    x, ...)`` in place of the sum of squares, ``h**2``: the factors that grow with ``h``
+    each divided by it, then the rest (:func:`_over_norm`). ``log(1 + x**2)``'s slope
+    ``2*x/(1 + x**2)`` is NaN at x = 3.4e38 in float32 (inf/inf) and 0 from 1.8e19
+    (x**2 overflows) where the exact value is 2/x; ``x/(1 + x**2)``'s slope
+    ``(1 - x**2)/(1 + x**2)**2`` likewise. The quotient is divided in turn as
+    :func:`gradgen.stability.guards.quotients.paired_quotients` does.
+
+    Args:
+        expr: a real elementwise SymPy expression.
+
+    Returns:
+        The expression and ``("norm_quotient",)`` where it changed, else ``()``.
+    """
+    return each_product(expr, _over_norm, "norm_quotient")
+
+
+def _norm_log(e, dtype):
+    """``log1p(q)`` for ``q`` a sum of squares with no number in it: ``log1p(q)`` where
+    ``h = hypot(1, roots)`` is below the switch, ``2*log(h)`` above it; else None."""
+    if not isinstance(e, log1p):
+        return None
+    q = e.args[0]
+    terms = sympy.Add.make_args(q)
+    roots = [root_of_square(t) for t in terms]
+    if any(r is None or r.is_number for r in roots):
+        return None
+    h = hypot(1, *roots)
+    switch = NORM_LOG_SWITCH.get(dtype, NORM_LOG_SWITCH_DEFAULT)
+    return sympy.Piecewise((e, h < switch), (2 * sympy.log(h), True))
+
+
+def norm_logs(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``log1p(x**2 + ...)`` (what ``log(1 + x**2)`` becomes) as ``2*log(h)``, ``h =
+    hypot(1, x, ...)``, where ``h`` is at least :data:`NORM_LOG_SWITCH` (the sum of
+    squares overflows from |x| = 1.8e19 in float32, where Cauchy's loss is 88: it was
+    inf), and as written below it (where ``log(h)`` would lose the digits of ``x**2``
+    beside 1).
+
+    Args:
+        expr: a real elementwise SymPy expression.
+        dtype: the op's dtype (float16 switches lower: its squares overflow from 256).
+
+    Returns:
+        The expression and ``("norm_log",)`` where it changed, else ``()``.
+    """
+    fired = []
+
+    def fix(e):
+        out = _norm_log(e, dtype)
+        if out is not None:
+            fired.append(True)
+        return out
+
+    out = bottom_up(expr, fix)
+    return out, ("norm_log",) if fired else ()
