@@ -363,10 +363,11 @@ MORE_FORMS = {
     "log_erfc": [(exp(_erfc(x)), None)],
     "log_cosh": [(exp(cosh(x)), None)],
     "log_asinh": [
-        (log(2 * y + sqrt(4 * y**2 + 9)), sympy.asinh(2 * y / 3) + log(9) / 2),
+        (log(2 * y + sqrt(4 * y**2 + 3)), sympy.asinh(2 * y / sympy.sqrt(3)) + log(3) / 2),
         (log(x + fn.hypot(2, x)), sympy.asinh(x / 2) + log(4) / 2),
         (log(x + sqrt(y**2 + 1)), None),  # another input under the root
         (log(x + sqrt(x**2 - 1)), None),  # acosh's: defined for x >= 1 only
+        (log(x + sqrt(x**2 + sympy.Float("1e-30"))), None),  # c far from 1 (cancels)
     ],
     "sqrt_conjugate": [
         (sqrt(x**2 + 1) - 1 + sympy.sin(y), x**2 / (sqrt(x**2 + 1) + 1) + sympy.sin(y)),

@@ -14,10 +14,13 @@ forms users write.
 
 from __future__ import annotations
 
+import math
+
 import sympy
 
 from ...functions import Ratio, hypot, log1p
 from ..families.norms import root_of_square
+from .branches import guard_branches
 from .walk import bottom_up, each_product
 
 # The norm h = sqrt(1 + q) from which log1p(q) of a sum of squares is 2*log(h): below it
@@ -25,6 +28,10 @@ from .walk import bottom_up, each_product
 # dtype, and above it log(h) is accurate to its last digits (it is at least 6.9 and
 # 4.8, far from the cancellation of log near 1).
 NORM_LOG_SWITCH = {"float16": 2.0**7}
+# Each dtype's largest binary exponent: a quotient by (c + r**2)**m is computed as written
+# where |r| is below the power of 10 under 2**(MAX_EXPONENT/(2m) - 2) (1e18 in float32),
+# where (c + r**2)**m is finite.
+MAX_EXPONENT = {"float16": 16, "bfloat16": 128, "float32": 128, "float64": 1024}
 NORM_LOG_SWITCH_DEFAULT = 2.0**10
 
 
@@ -85,10 +92,33 @@ def _growth(factor, grows) -> int:
     return 0
 
 
-def norm_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """Each product with ``(c + x**2 + ...)**-m`` computed with the norm ``h = hypot(√c,
-    x, ...)`` in place of the sum of squares, ``h**2``: the factors that grow with ``h``
-    each divided by it, then the rest (:func:`_over_norm`). ``log(1 + x**2)``'s slope
+def _beyond_squares(e, dtype):
+    """``e`` (a product) as written where its sum of squares' one root ``r`` is below
+    the switch (:data:`NORM_QUOTIENT_EXPONENT`: ``q**m`` is finite there), and divided by
+    the norm (:func:`_over_norm`) beyond it: near |r| = 1 the quotient as written is the
+    more accurate (``1 - 2*x**2/(1 + x**2)`` cancels there, and ``(x/h)**2`` rounds
+    ``h``: 800 ulps at x = 1.001 in float32 against 76); None where ``e`` has no such
+    quotient or the sum more than one root."""
+    normed = _over_norm(e)
+    if normed is None:
+        return None
+    f = next(f for f in e.args if isinstance(f, sympy.Pow) and f.exp.is_Integer
+             and f.exp < 0 and _square_sum(f.base) is not None)
+    roots = [r for r in _square_sum(f.base).args if not r.is_number]
+    if len(roots) != 1:
+        return None
+    exponent = MAX_EXPONENT.get(dtype, MAX_EXPONENT["float32"]) // (-2 * int(f.exp)) - 2
+    switch = sympy.Float(f"1e{math.floor(exponent * math.log10(2))}")  # (a power of 10)
+    branched, _ = guard_branches(sympy.Piecewise((e, sympy.Abs(roots[0]) < switch),
+                                                 (normed, True)))
+    return branched
+
+
+def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Each product with ``(c + x**2)**-m`` computed, where ``x**2`` would overflow, with
+    the norm ``h = hypot(√c, x)`` in place of the sum of squares, ``h**2``: the factors
+    that grow with ``h`` each divided by it, then the rest (:func:`_over_norm`); as
+    written below that (:func:`_beyond_squares`). ``log(1 + x**2)``'s slope
     ``2*x/(1 + x**2)`` is NaN at x = 3.4e38 in float32 (inf/inf) and 0 from 1.8e19
     (x**2 overflows) where the exact value is 2/x; ``x/(1 + x**2)``'s slope
     ``(1 - x**2)/(1 + x**2)**2`` likewise. The quotient is divided in turn as
@@ -96,11 +126,12 @@ def norm_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
 
     Args:
         expr: a real elementwise SymPy expression.
+        dtype: the op's dtype (where its squares overflow).
 
     Returns:
         The expression and ``("norm_quotient",)`` where it changed, else ``()``.
     """
-    return each_product(expr, _over_norm, "norm_quotient")
+    return each_product(expr, lambda e: _beyond_squares(e, dtype), "norm_quotient")
 
 
 def _norm_log(e, dtype):
