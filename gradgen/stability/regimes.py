@@ -181,9 +181,13 @@ def _refined(fmt: Format, points: dict, name: str, cut: tuple, forms: tuple,
     costs = _costs(*measure(trial))
     below, above = costs[forms[0]], costs[forms[1]]
     ladder = np.concatenate([[a], values, [b]])
-    best = min(range(len(values) + 1), key=lambda i: (
-        float(below[trial[name] < ladder[i + 1]].sum() + above[trial[name] >= ladder[i + 1]].sum()),
-        i))
+    tried = trial[name]
+
+    def cost(i):  # the boundary between ladder[i] and ladder[i + 1]
+        under = tried < ladder[i + 1]
+        return float(below[under].sum() + above[~under].sum()), i
+
+    best = min(range(len(values) + 1), key=cost)
     return float(ladder[best]), float(ladder[best + 1])
 
 
@@ -272,19 +276,5 @@ def _boundary(fmt: Format, a: float, b: float) -> tuple[float, bool]:
                     candidates.append((abs(int(fmt.ordinal([v])[0]) - middle), c))
         if candidates:
             return min(candidates)[1], False
-    return _from_ordinal(fmt, middle, a, b), False
-
-
-def _from_ordinal(fmt: Format, ordinal: int, a: float, b: float) -> float:
-    """The number of ``fmt`` with this ordinal (``a`` and ``b`` of one sign), or the
-    nearest one above ``a``."""
-    lo, hi = a, b
-    for _ in range(200):  # bisection on values: ordinals are monotone in them
-        mid = float(fmt.round([lo / 2 + hi / 2])[0])
-        if mid <= lo or mid >= hi:
-            break
-        if int(fmt.ordinal([mid])[0]) < ordinal:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    middle = max(middle, int(ordinals[0]) + 1)  # (a and b one ordinal apart: b itself)
+    return float(_from_ordinals(fmt, np.array([middle]))[0]), False

@@ -12,7 +12,8 @@ Consumes: the op as derived before and after (IR and printed views; the same for
 written). Guarantees: :func:`no_worse` returns None where, at every held-out point, each
 output and gradient of the new op is within :data:`~gradgen.stability.regimes.TIE_BITS`
 of the old one's accuracy, and NaN only where the old one is (inside the domain); else
-an example point where it is not (``input`` None for an output's value). Deterministic (seeded from the op).
+an example point where it is not (``input`` None for an output's value).
+Deterministic (seeded from the op).
 """
 
 from __future__ import annotations
