@@ -35,7 +35,7 @@ from .. import formats
 from ..regimes import infer as infer_regime
 from .measure import compare
 from .mirror import MirrorError, Program, elementwise_reason
-from .reference import UNDEFINED, Reference
+from .reference import Reference
 from .sample import sample
 from .written import Written
 
@@ -144,7 +144,7 @@ def audit_op(op: ir.OpIR, views, random_points: int | None = None,
     ``regimes``: receives a :class:`gradgen.stability.regimes.Regime` for each partial
     the generated form of which is less accurate than the form as written somewhere
     sampled and more accurate elsewhere (Herbie's regime inference), for
-    :mod:`gradgen.emit` to derive again with."""
+    :mod:`gradgen.accuracy` to derive again with."""
     fmt = formats.get(op.dtype)
     if fmt is None:
         return Audit(op.name, op.dtype, skipped=f"{op.dtype} ops are not audited")
@@ -175,19 +175,12 @@ def audit_op(op: ir.OpIR, views, random_points: int | None = None,
                                values, kinds)
         targets.append(target)
         if regimes is not None and target.worse and bits[1] is not None:
-            defined = _defined(reference, exact, k)
+            defined = reference.defined(exact, k)
             found = infer_regime(fmt, points, *_nan_loses(got, written[t], *bits, defined),
                                  (target.output, name), reference.targets[t][2],
                                  _measure(fmt, program, reference, printer, (t, k, name)))
             regimes += [found] if found is not None else []
     return Audit(op.name, op.dtype, n, None, targets)
-
-
-def _defined(reference: Reference, exact: list, k: int) -> np.ndarray:
-    """Where output ``k`` as written is defined (its class not UNDEFINED): inside the
-    real domain, a pole of a partial included."""
-    t = next(t for t, (j, name, _) in enumerate(reference.targets) if j == k and name is None)
-    return exact[t][1] != UNDEFINED
 
 
 def _target(op, fmt, points, names, key, got, written, values, kinds):
@@ -266,7 +259,7 @@ def _measure(fmt, program: Program, reference: Reference, printer, where: tuple)
             theirs = np.full(len(values), np.nan)
         return _nan_loses(ours, theirs, compare(fmt, ours, values, kinds).bits,
                           compare(fmt, theirs, values, kinds).bits,
-                          _defined(reference, exact, k))
+                          reference.defined(exact, k))
 
     return measure
 

@@ -23,11 +23,12 @@ import itertools
 import numpy as np
 
 from ... import ir
+from .. import formats
 from ..formats import Format
 from ..regimes import TIE_BITS
 from .measure import compare
 from .mirror import MirrorError, Program
-from .reference import UNDEFINED, Reference
+from .reference import Reference
 from .sample import rng_for, sample
 
 HOLDOUT_POINTS = 512
@@ -47,7 +48,7 @@ def no_worse(before: tuple, after: tuple, seed_text: str) -> dict | None:
     ``{"input", "point", "before", "after", "exact"}`` of the first point where it is.
     """
     op, views = after
-    fmt = _format(op)
+    fmt = formats.get(op.dtype)
     points = _points(op, fmt, seed_text)
     try:
         old = Program(before[1]).run(fmt, points)
@@ -56,27 +57,19 @@ def no_worse(before: tuple, after: tuple, seed_text: str) -> dict | None:
         return {"input": None, "point": None, "before": None, "after": None, "exact": None}
     reference = Reference(op)
     exact = reference.evaluate(fmt, points)
-    defined = {k: exact[t][1] != UNDEFINED
-               for t, (k, name, _) in enumerate(reference.targets) if name is None}
     for t, (k, name, _) in enumerate(reference.targets):
         values, kinds = exact[t]
         was, now = ((old[0][k], new[0][k]) if name is None
                     else (old[1][k][name], new[1][k][name]))
         lost = compare(fmt, now, values, kinds).bits > compare(fmt, was, values, kinds).bits \
             + TIE_BITS
-        lost |= defined[k] & np.isnan(_full(now, values)) & ~np.isnan(_full(was, values))
+        lost |= reference.defined(exact, k) & np.isnan(_full(now, values)) & ~np.isnan(_full(was, values))
         if lost.any():
             j = int(np.flatnonzero(lost)[0])
             return {"input": name, "point": {n: float(v[j]) for n, v in points.items()},
                     "before": float(_full(was, values)[j]),
                     "after": float(_full(now, values)[j]), "exact": float(values[j])}
     return None
-
-
-def _format(op: ir.OpIR) -> Format:
-    from .. import formats
-
-    return formats.get(op.dtype)
 
 
 def _full(values, like) -> np.ndarray:

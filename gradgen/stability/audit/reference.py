@@ -232,6 +232,13 @@ class Reference:
 
     # ------------------------------------------------------------------ evaluation
 
+    def defined(self, exact: list, k: int) -> np.ndarray:
+        """Where output ``k`` as written is defined (its class in ``exact``, what
+        :meth:`evaluate` returned, not UNDEFINED): inside the real domain, a pole of a
+        partial included."""
+        t = next(t for t, (j, name, _) in enumerate(self.targets) if j == k and name is None)
+        return exact[t][1] != UNDEFINED
+
     def evaluate(self, fmt: Format, points: dict) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per target, (exact values as float64, classes) at every point."""
         columns = [np.asarray(points[s.name], dtype=np.float64) for s in self.symbols]
