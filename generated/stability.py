@@ -38,7 +38,7 @@ def softplus_naive(x):
     Accuracy audit (float32, 139 points): the gradient is finite wherever the exact one
         is; worst error at most 1 of 24 bits.
 
-    Accuracy audit of order 2 (float32, 183 points): the gradient is finite wherever the
+    Accuracy audit of order 2 (float32, 139 points): the gradient is finite wherever the
         exact one is; worst error at most 1 of 24 bits.
 
     Args:

@@ -64,6 +64,8 @@ class InputVar:
         differentiable: whether a gradient is returned.
         key: spec key path of the input.
         domain: ``(low, high)`` declared for tests and verification, or None.
+        upstream: an upstream gradient of a derived order's VJP op
+            (:mod:`gradgen.derive.vjp_op`), in which that op is linear.
     """
 
     name: str
@@ -74,6 +76,7 @@ class InputVar:
     differentiable: bool
     key: Loc
     domain: tuple | None = None
+    upstream: bool = False
 
     @property
     def is_integer(self) -> bool:

@@ -141,6 +141,8 @@ class InputIR:
         grad: local name of its gradient in the backward function, or None.
         domain: ``(low, high)`` where tests and verification draw its values (declared
             in the spec), or None for their default ranges.
+        upstream: an upstream gradient of a derived order's VJP op, in which that op
+            is linear (the accuracy audit samples it at magnitudes from 1 to 2).
     """
 
     name: str
@@ -151,6 +153,7 @@ class InputIR:
     is_integer: bool
     grad: str | None
     domain: tuple | None = None
+    upstream: bool = False
 
 
 @dataclass(frozen=True)

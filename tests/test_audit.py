@@ -1923,6 +1923,28 @@ def test_derived_orders_of_broadcast_inputs_are_audited(tmp_path, no_cache):
     assert "Accuracy audit of order 2 (float32, " in text
 
 
+def test_upstreams_are_audited_at_magnitudes_from_one_to_two(tmp_path, no_cache):
+    """A derived order's VJP op is linear in its upstream gradient: the audit samples it
+    at magnitudes 1 to 2, as order 1 measures partials at upstream 1. Over the whole
+    range, log(1 - exp(x))'s second partial times an upstream of -1.2e-38 was counted
+    "inf where the exact value is 8.5e37" at x = -1.2e-38, where the partial alone is
+    about 1/x**2, past float32's range (so is TF's, and any VJP's)."""
+    path = _spec(tmp_path, """
+        - name: log1mexp
+          order: 2
+          inputs: {x: [null]}
+          output: log(1 - exp(x))
+    """)
+    level = _op(path, "log1mexp").levels[0]
+    points = sample(level, formats.get("float32"), "seed")
+    upstream = points["upstream"]
+    assert np.all((np.abs(upstream) >= 1) & (np.abs(upstream) <= 2))
+    assert (upstream < 0).any() and (upstream > 0).any()
+    assert np.abs(points["x"]).max() > 1e38  # the op's own inputs over the whole range
+    audit = audit_op(level, op_views(level), level=True)
+    assert [t.nonfinite for t in audit.targets] == [0] * len(audit.targets), audit
+
+
 def test_a_rewrite_less_accurate_on_part_of_the_range_is_branched(tf, tmp_path, no_cache):
     """Log-cosh as a real project wrote it, x + log1p(expm1(-2*x)/2): its stable form
     (softplus) is 4 ulps off at x = -0.5 in float32 where the form as written is within

@@ -72,6 +72,7 @@ def op_ir(d: Derivation, lowered: Lowered, backward: Backward, forward: tuple,
                 is_integer=v.is_integer,
                 grad=backward.grads.get(v.name),
                 domain=v.domain,
+                upstream=v.upstream,
             )
             for v in p.inputs
         ),

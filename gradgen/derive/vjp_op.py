@@ -63,7 +63,7 @@ def vjp_program(d: Derivation, lowered: Lowered, backward: Backward) -> Program:
         lowering.statement(target, value, backward.shapes[target])
     upstreams = tuple(
         InputVar(name=u.name, symbol=u, shape=o.term.shape, declared=declared(o.term.shape),
-                 dtype=p.dtype, differentiable=True, key=o.key)
+                 dtype=p.dtype, differentiable=True, key=o.key, upstream=True)
         for u, (o, _) in zip(backward.upstreams, lowered.outputs)
     )
     outputs = tuple(

@@ -79,7 +79,7 @@ def _full(values, like) -> np.ndarray:
 def _points(op: ir.OpIR, fmt: Format, seed_text: str) -> dict:
     """A fresh random sample (:func:`.sample.sample`, another seed) and the grid."""
     points = sample(op, fmt, seed_text + "|held out", HOLDOUT_POINTS)
-    names = [i.name for i in op.inputs]
+    names = [i.name for i in op.inputs if not i.upstream]
     grid = GRID if len(op.inputs) > 1 else DENSE_GRID
     magnitudes = sorted({float(v) for m in grid for v in fmt.round([m, -m])
                          if np.isfinite(v) and (v == 0 or abs(v) >= fmt.tiny)})
@@ -93,4 +93,7 @@ def _points(op: ir.OpIR, fmt: Format, seed_text: str) -> dict:
         if name in integer:
             column = np.round(column).clip(-2048, 2048)
         points[name] = np.concatenate([points[name], column])
+    for i in op.inputs:  # the grid at upstream 1 (sample.upstream_values)
+        if i.upstream:
+            points[i.name] = np.concatenate([points[i.name], np.ones(len(rows))])
     return points

@@ -19,6 +19,9 @@ subnormal where the format flushes them), all vectors of one length:
   (every exponent) is equally likely (Herbie's ``random-generate``); zero and subnormals
   come only from the edges.
 
+An upstream gradient of a derived order's VJP op is not drawn so: the op is linear in
+it, and it takes magnitudes from 1 to 2 (:func:`upstream_values`).
+
 Deterministic: the generator is seeded from a SHA-256 of the seed text, never from
 Python's ``hash``; integer inputs are drawn from small integers.
 """
@@ -45,6 +48,8 @@ BASE_EDGES = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
 # Integer inputs take integers in [-INTEGER_RANGE, INTEGER_RANGE]: edges rounded (0
 # beyond it) and uniform draws.
 INTEGER_RANGE = 2048
+# An upstream gradient's edge values (:func:`upstream_values`).
+UPSTREAM_EDGES = (1.0, -1.0, 1.5, -2.0, 1.25)
 
 
 def rng_for(seed_text: str) -> np.random.Generator:
@@ -142,12 +147,13 @@ def random_values(fmt: Format, rng: np.random.Generator, n: int) -> np.ndarray:
 def sample(op: ir.OpIR, fmt: Format, seed_text: str,
            random_points: int | None = None) -> dict[str, np.ndarray]:
     """{input name: float64 values}, edge points first, then random points (by default
-    :data:`RANDOM_POINTS`, or the dtype's entry in :data:`RANDOM_POINTS_BY_DTYPE`)."""
+    :data:`RANDOM_POINTS`, or the dtype's entry in :data:`RANDOM_POINTS_BY_DTYPE`).
+    Upstream gradients of a derived order's VJP op take :func:`upstream_values`."""
     if random_points is None:
         random_points = RANDOM_POINTS_BY_DTYPE.get(fmt.name, RANDOM_POINTS)
     rng = rng_for(seed_text)
     edges = edge_values(fmt, thresholds(op))
-    names = [i.name for i in op.inputs]
+    names = [i.name for i in op.inputs if not i.upstream]
     integer = {i.name for i in op.inputs if i.is_integer}
     k = len(names)
     rows: list[tuple] = []
@@ -168,4 +174,25 @@ def sample(op: ir.OpIR, fmt: Format, seed_text: str,
             out[name] = np.concatenate([edge, drawn.astype(np.float64)])
         else:
             out[name] = np.concatenate([columns[name], random_values(fmt, rng, random_points)])
-    return out
+    for i, u in enumerate(i for i in op.inputs if i.upstream):
+        out[u.name] = upstream_values(fmt, rng, len(rows), random_points, shift=i)
+    return {i.name: out[i.name] for i in op.inputs}
+
+
+def upstream_values(fmt: Format, rng: np.random.Generator, edges: int, n: int,
+                    shift: int = 0) -> np.ndarray:
+    """An upstream gradient's values: :data:`UPSTREAM_EDGES` in turn (starting at
+    ``shift``) beside the ``edges`` edge rows, then ``n`` values of random sign and
+    magnitude uniform in [1, 2].
+
+    A derived order's VJP op is linear in its upstream gradients (``upstream *
+    d(out)/d(x)``), so their size only scales its partials: the audit of order 1
+    measures the partials at upstream 1, and an order's audit likewise at magnitudes
+    from 1 to 2, several upstreams at unequal values (where their terms could cancel).
+    Below 1 (or at 0) the exact product is finite (or 0) where the partial alone
+    overflows (0 * inf), and the product is the one every VJP forms, at order 1 too
+    (TensorFlow's own): that is the upstream's size, not the op's error."""
+    edge = [UPSTREAM_EDGES[(j + shift) % len(UPSTREAM_EDGES)] for j in range(edges)]
+    magnitudes = rng.uniform(1.0, 2.0, size=n)
+    signs = np.where(rng.integers(0, 2, size=n) == 1, -1.0, 1.0)
+    return np.concatenate([edge, fmt.round(signs * magnitudes).astype(np.float64)])
