@@ -546,6 +546,8 @@ def polar(x, y):
         double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
+        norm_quotient: A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c),
+            x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
@@ -586,25 +588,42 @@ def _polar_forward(x, y):
 def _polar_backward(x, y, upstream_r, upstream_theta):
     """`polar`'s VJP: one XLA kernel (fuse: xla)."""
     r = _hypot(x, y)
+    abs_x = tf.math.abs(x)
+    abs_y = tf.math.abs(y)
+    in_range = tf.math.logical_and(
+        tf.math.logical_and(
+            tf.math.logical_or(abs_x >= 1e-09, abs_y >= 1e-09), abs_x < 1000000000.0
+        ),
+        abs_y < 1000000000.0,
+    )
     r_nonzero = tf.math.not_equal(r, 0.0)
     r_safe = tf.where(r_nonzero, r, 1.0)
-    t = x * x + y * y
-    t_nonzero = tf.math.not_equal(t, 0.0)
-    t_safe = tf.where(t_nonzero, t, 1.0)
+    t = tf.where(in_range, x * x + y * y, 1.0)
+    x_or_y_nonzero = tf.math.logical_or(
+        tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
+    )
+    x_over_r_safe = x / r_safe
+    y_over_r_safe = y / r_safe
     # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(x) = -y/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
     grad_x = _unbroadcast(
-        upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0)
-        - upstream_theta * tf.where(t_nonzero, (y / t_safe), 0.0),
+        upstream_r * tf.where(r_nonzero, x_over_r_safe, 0.0)
+        - upstream_theta
+        * tf.where(
+            x_or_y_nonzero, tf.where(in_range, (y / t), (y_over_r_safe / r_safe)), 0.0
+        ),
         x,
     )
     # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
     # d(theta)/d(y) = x/(x**2 + y**2)  (polar.outputs.theta)
     #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
     grad_y = _unbroadcast(
-        upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0)
-        + upstream_theta * tf.where(t_nonzero, (x / t_safe), 0.0),
+        upstream_r * tf.where(r_nonzero, y_over_r_safe, 0.0)
+        + upstream_theta
+        * tf.where(
+            x_or_y_nonzero, tf.where(in_range, (x / t), (x_over_r_safe / r_safe)), 0.0
+        ),
         y,
     )
     return grad_x, grad_y

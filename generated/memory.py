@@ -211,6 +211,8 @@ def polar(x, y):
         double_where: where() branches evaluated at safe inputs where not selected
         hypot: (t1**2 + t2**2 + ...)**(k/2) = hypot(t1, t2, ...)**k, hypot computed as
             m*sqrt(sum((ti/m)**2)), m = max|ti|
+        norm_quotient: A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c),
+            x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
@@ -254,25 +256,47 @@ def _polar_vjp(x, y):
         # stays alive, and graph optimizers cannot merge these with the forward pass.
         with tf.control_dependencies([upstream_r, upstream_theta]):
             r = _hypot(x, y)
-            r2 = x * x + y * y
-            r2_nonzero = tf.math.not_equal(r2, 0.0)
-            r2_safe = tf.where(r2_nonzero, r2, 1.0)
+            abs_x = tf.math.abs(x)
+            abs_y = tf.math.abs(y)
+            in_range = tf.math.logical_and(
+                tf.math.logical_and(
+                    tf.math.logical_or(abs_x >= 1e-09, abs_y >= 1e-09),
+                    abs_x < 1000000000.0,
+                ),
+                abs_y < 1000000000.0,
+            )
+            r2_safe = tf.where(in_range, x * x + y * y, 1.0)
             r_nonzero = tf.math.not_equal(r, 0.0)
             r_safe = tf.where(r_nonzero, r, 1.0)
+            x_or_y_nonzero = tf.math.logical_or(
+                tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
+            )
+            x_over_r_safe = x / r_safe
+            y_over_r_safe = y / r_safe
             # d(r)/d(x) = x/hypot(x, y)  (polar.outputs.r)
             # d(theta)/d(x) = -y/r2  (polar.outputs.theta)
             #   unbroadcast [None] from [None]: axes from run-time shapes
             grad_x = _unbroadcast(
-                upstream_r * tf.where(r_nonzero, (x / r_safe), 0.0)
-                - upstream_theta * tf.where(r2_nonzero, (y / r2_safe), 0.0),
+                upstream_r * tf.where(r_nonzero, x_over_r_safe, 0.0)
+                - upstream_theta
+                * tf.where(
+                    x_or_y_nonzero,
+                    tf.where(in_range, (y / r2_safe), (y_over_r_safe / r_safe)),
+                    0.0,
+                ),
                 x,
             )
             # d(r)/d(y) = y/hypot(x, y)  (polar.outputs.r)
             # d(theta)/d(y) = x/r2  (polar.outputs.theta)
             #   unbroadcast [None] from [None]: axes from run-time shapes
             grad_y = _unbroadcast(
-                upstream_r * tf.where(r_nonzero, (y / r_safe), 0.0)
-                + upstream_theta * tf.where(r2_nonzero, (x / r2_safe), 0.0),
+                upstream_r * tf.where(r_nonzero, y_over_r_safe, 0.0)
+                + upstream_theta
+                * tf.where(
+                    x_or_y_nonzero,
+                    tf.where(in_range, (x / r2_safe), (x_over_r_safe / r_safe)),
+                    0.0,
+                ),
                 y,
             )
         return grad_x, grad_y

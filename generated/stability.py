@@ -995,11 +995,12 @@ def angle(x, y):
         d(out)/d(y) = x/(x**2 + y**2)
 
     Stable forms and guards used:
-        double_where: where() branches evaluated at safe inputs where not selected
+        norm_quotient: A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c),
+            x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)
         norm_zero: 1/s**n = 0 where a squared norm s is 0 (norm and atan2 at the origin)
 
     Accuracy audit (float32, 183 points): the gradient is finite wherever the exact one
-        is; worst error all 24 significant bits lost.
+        is; worst error at most 2 of 24 bits.
 
     Args:
         x: float32 tensor of shape [...].
@@ -1030,15 +1031,42 @@ def _angle_vjp(x, y):
     out = tf.math.atan2(y, x)
 
     def grad(upstream):
-        t = x * x + y * y
-        t_nonzero = tf.math.not_equal(t, 0.0)
-        t_safe = tf.where(t_nonzero, t, 1.0)
+        abs_x = tf.math.abs(x)
+        abs_y = tf.math.abs(y)
+        in_range = tf.math.logical_and(
+            tf.math.logical_and(
+                tf.math.logical_or(abs_x >= 1e-09, abs_y >= 1e-09), abs_x < 1000000000.0
+            ),
+            abs_y < 1000000000.0,
+        )
+        t = tf.where(in_range, x * x + y * y, 1.0)
+        t_1 = _hypot(x, y)
+        t_1_safe = tf.where(tf.math.not_equal(t_1, 0.0), t_1, 1.0)
+        x_or_y_nonzero = tf.math.logical_or(
+            tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
+        )
         # d(out)/d(x) = -y/(x**2 + y**2)  (angle.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(-upstream * tf.where(t_nonzero, (y / t_safe), 0.0), x)
+        grad_x = _unbroadcast(
+            -upstream
+            * tf.where(
+                x_or_y_nonzero,
+                tf.where(in_range, (y / t), ((y / t_1_safe) / t_1_safe)),
+                0.0,
+            ),
+            x,
+        )
         # d(out)/d(y) = x/(x**2 + y**2)  (angle.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(upstream * tf.where(t_nonzero, (x / t_safe), 0.0), y)
+        grad_y = _unbroadcast(
+            upstream
+            * tf.where(
+                x_or_y_nonzero,
+                tf.where(in_range, (x / t), ((x / t_1_safe) / t_1_safe)),
+                0.0,
+            ),
+            y,
+        )
         return grad_x, grad_y
 
     # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above
@@ -2385,14 +2413,14 @@ def _sigmoid_logit_vjp(p):
 
     Call `sigmoid_logit`, which checks the arguments first.
     """
-    mask = tf.math.logical_and(p >= 0.0, p <= 1.0)
+    in_range = tf.math.logical_and(p >= 0.0, p <= 1.0)
     # sigmoid_logit.output
-    out = tf.where(mask, p, tf.constant(math.nan, dtype=tf.float32))
+    out = tf.where(in_range, p, tf.constant(math.nan, dtype=tf.float32))
 
     def grad(upstream):
         # d(out)/d(p) = nan_outside(1, p >= 0 and p <= 1)  (sigmoid_logit.output)
         grad_p = upstream * tf.where(
-            mask,
+            in_range,
             tf.constant(1.0, dtype=tf.float32),
             tf.constant(math.nan, dtype=tf.float32),
         )

@@ -1945,6 +1945,24 @@ def test_upstreams_are_audited_at_magnitudes_from_one_to_two(tmp_path, no_cache)
     assert [t.nonfinite for t in audit.targets] == [0] * len(audit.targets), audit
 
 
+def test_atan2_is_accurate_where_its_squared_norm_overflows_or_underflows(tmp_path, no_cache):
+    """atan2(y, x)'s partials -y/(x**2 + y**2) were 0 from x = 1.8e19 in float32 and
+    at x = y = 1e-20 (the sum of squares overflows, or underflows to 0), 31 bits off,
+    and the second derivatives NaN at x = y = 3.4e38 (2*x is inf beside a quotient
+    that is 0): the norm_quotient guard's unit components over the norm."""
+    path = _spec(tmp_path, """
+        - name: angle
+          order: 2
+          inputs: {x: [null], y: [null]}
+          output: atan2(y, x)
+    """)
+    op = _op(path, "angle")
+    first = audit_op(op, op_views(op))
+    assert max(t.worst_bits for t in first.targets) <= 3, first
+    level = audit_op(op.levels[0], op_views(op.levels[0]), level=True)
+    assert sum(t.nonfinite for t in level.targets) == 0, level
+
+
 def test_a_rewrite_less_accurate_on_part_of_the_range_is_branched(tf, tmp_path, no_cache):
     """Log-cosh as a real project wrote it, x + log1p(expm1(-2*x)/2): its stable form
     (softplus) is 4 ulps off at x = -0.5 in float32 where the form as written is within

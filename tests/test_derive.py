@@ -59,7 +59,8 @@ def test_backward_reuses_forward_values(tmp_path):
 def test_where_names_name_the_shared_values(tmp_path):
     text = source({"r": "sqrt(r2)", "theta": "atan2(y, x)"}, {"x": [3], "y": [3]},
                   tmp_path, where={"r2": "x**2 + y**2"})
-    assert "    r2 = x * x + y * y\n" in text
+    # (atan2's partials divide by r2 where its square is in range: r2 made safe there)
+    assert "    r2_safe = tf.where(in_range, x * x + y * y, 1.0)\n" in text
     # sqrt(r2) of a sum of squares is the scaled norm (the `hypot` rule), not sqrt(r2)
     assert "    r = _hypot(x, y)\n" in text
 

@@ -79,7 +79,9 @@ def test_zero_subgradients_norm_factor():
     out, used = guards.zero_subgradients(x / s)
     # x, a component of the squared norm, is paired with it: x/s's derivative is then
     # 1/s - 2*(x/s)*x/s, not 1/s - 4*x**2*(1/s)**2 ((1/s)**2 underflows at x = 1e10)
-    assert (out, used) == (Piecewise((Ratio(x, s), Ne(s, 0)), (0, True)), ("norm_zero",))
+    # and 0 only at the origin, not where s underflows to 0 (x = y = 1e-20 in float32)
+    nonzero = sympy.Or(Ne(x, 0), Ne(y, 0))
+    assert (out, used) == (Piecewise((Ratio(x, s), nonzero), (0, True)), ("norm_zero",))
     # elsewhere the value is unchanged
     point = {x: Rational(3, 7), y: Rational(-2, 5)}
     assert (out.subs(point).replace(Ratio, lambda a, b: a / b) - (x / s).subs(point)) == 0
@@ -1293,9 +1295,35 @@ def test_norm_quotients_keep_the_form_as_written_where_the_squares_are_finite():
                             (Ratio(2 * Ratio(x, hypot(1, x)), hypot(1, x)), True))
     out64, _ = guards.norm_quotients(written, "float64")
     assert out64.args[0][1] == (sympy.Abs(x) < sympy.Float("1e153"))
-    # two components: left as written (no one root to switch on)
+    # two components: as written where both are below the switch and one above its
+    # reciprocal (with no number in the sum, the squares can underflow too)
     both = x * (x**2 + 4 * y**2) ** -1
-    assert guards.norm_quotients(both, "float32") == (both, ())
+    out, _ = guards.norm_quotients(both, "float32")
+    value, inside = out.args[0]
+    assert value == both
+    assert inside.subs({x: 1, y: -3}) is sympy.true
+    for beyond in ({x: 2e18, y: 1}, {x: 1, y: 1e18}, {x: 1e-19, y: -1e-19}):
+        assert inside.subs(beyond) is sympy.false, beyond
+
+
+def test_unit_components_of_a_squared_norm_use_the_norm_out_of_range():
+    """atan2's partial -y/(x**2 + y**2), the norm_zero guard's Ratio(y, s): 0 from
+    x = 1.8e19 in float32 (s overflows) and at x = y = 1e-20 (s underflows to 0), where
+    the exact value is near 1/(2x); its second derivative NaN at x = y = 3.4e38. As
+    written where s**2 is in range (1e-9 to 1e9 in float32), (y/h)/h beyond, each
+    branch finite where the other is chosen."""
+    s = x**2 + y**2
+    h = hypot(x, y)
+    out, used = guards.norm_quotients(Ratio(y, s), "float32")
+    assert used == ("norm_quotient",)
+    inside = sympy.And(sympy.Abs(x) < sympy.Float("1e9"), sympy.Abs(y) < sympy.Float("1e9"),
+                       sympy.Or(sympy.Abs(x) >= sympy.Float("1e-9"),
+                                sympy.Abs(y) >= sympy.Float("1e-9")))
+    safe_h = Guard(h, Ne(h, 0), 1)
+    assert out == Piecewise((Ratio(y, Guard(s, inside, 1)), inside),
+                            (Ratio(Ratio(y, safe_h), safe_h), True))
+    # a sum with a number, or one root, is not a unit component's: left alone
+    assert guards.norm_quotients(Ratio(y, x**2 + 1), "float32") == (Ratio(y, x**2 + 1), ())
 
 
 # ------------------------------------------------------------ exponent_logs

@@ -47,7 +47,7 @@ def test_where_names_survive_as_variables(source):
 
 def test_temporaries_are_named_after_what_they_hold(source):
     lj = _function(source, "_lennard_jones_vjp")
-    assert "    mask = tf.math.logical_and(r > 0.5, r < 2.5)\n" in lj
+    assert "    in_range = tf.math.logical_and(r > 0.5, r < 2.5)\n" in lj
     assert "    sigma_over_r_safe = sigma / r_safe\n" in lj
     # no power of sigma or r alone: their ratio is computed first (finite at 1e4)
     assert "sigma_sq" not in lj and "inv_r_safe_sq" not in lj

@@ -118,6 +118,11 @@ def _where_names(where_exprs, cheap, exprs) -> dict:
         for g in guarded:
             if g.args[0] in e.free_symbols:
                 where_names.setdefault(cheap(e.xreplace({g.args[0]: g})), n)
+    # a guarded `where` value (r2 made safe outside a range) is its name, safe
+    for g in sorted({g for e in exprs for g in e.atoms(fn.Guard)}, key=sympy.default_sort_key):
+        n = where_names.get(cheap(g.args[0]))
+        if n is not None:
+            where_names.setdefault(cheap(g), f"{n}_safe")
     return where_names
 
 
@@ -191,6 +196,15 @@ class _Emitter:
         return tuple(out)
 
 
+def _bounds_a_magnitude(c) -> bool:
+    """Whether ``c`` compares a value (``x``, ``|x|``, a temporary) with a number
+    (``Abs(x) < 1e18``), or is an Or or And of such (a guard's switch between ranges)."""
+    if isinstance(c, (sympy.And, sympy.Or)):
+        return all(_bounds_a_magnitude(a) for a in c.args)
+    return (isinstance(c, sympy.Rel) and isinstance(c.lhs, (sympy.Abs, sympy.Symbol))
+            and c.rhs.is_number)
+
+
 def temp_name(expr, names: dict) -> str:
     """A short descriptive name for a CSE temporary: ``exp_x``, ``x_sq``, ``t``."""
     def label(e):
@@ -220,6 +234,11 @@ def temp_name(expr, names: dict) -> str:
                 sympy.StrictLessThan: "negative"}.get(type(expr))
         if word:
             return f"{label(expr.lhs)}_{word}"
+    if isinstance(expr, sympy.Or) and all(
+            isinstance(a, sympy.Ne) and a.rhs == 0 and label(a.lhs) for a in expr.args):
+        return "_or_".join(label(a.lhs) for a in expr.args) + "_nonzero"
+    if isinstance(expr, sympy.And) and all(_bounds_a_magnitude(a) for a in expr.args):
+        return "in_range"
     if isinstance(expr, (sympy.Rel, sympy.And, sympy.Or, sympy.Not)):
         return "mask"
     return "t"

@@ -18,7 +18,7 @@ import math
 
 import sympy
 
-from ...functions import Ratio, hypot, log1p
+from ...functions import Guard, Ratio, hypot, log1p
 from ..families.norms import root_of_square
 from .branches import guard_branches
 from .walk import bottom_up, each_product
@@ -92,36 +92,68 @@ def _growth(factor, grows) -> int:
     return 0
 
 
+def _in_range(h, m: int, dtype: str):
+    """Where ``q**m``, ``q = h**2`` a sum of squares, is finite and normal as written:
+    its roots below the switch (the power of 10 under ``2**(MAX_EXPONENT/(2m) - 2)``:
+    1e18 in float32 for m = 1) and, with no number in the sum, one of them above the
+    switch's reciprocal."""
+    roots = [r for r in h.args if not r.is_number]
+    exponent = MAX_EXPONENT.get(dtype, MAX_EXPONENT["float32"]) // (2 * m) - 2
+    switch = sympy.Float(f"1e{math.floor(exponent * math.log10(2))}")  # (a power of 10)
+    inside = [sympy.Abs(r) < switch for r in roots]
+    if len(roots) == len(h.args):  # no number beside the squares: they can underflow
+        inside.append(sympy.Or(*[sympy.Abs(r) >= 1 / switch for r in roots]))
+    return sympy.And(*inside)
+
+
 def _beyond_squares(e, dtype):
-    """``e`` (a product) as written where its sum of squares' one root ``r`` is below
-    the switch (:data:`NORM_QUOTIENT_EXPONENT`: ``q**m`` is finite there), and divided by
-    the norm (:func:`_over_norm`) beyond it: near |r| = 1 the quotient as written is the
-    more accurate (``1 - 2*x**2/(1 + x**2)`` cancels there, and ``(x/h)**2`` rounds
-    ``h``: 800 ulps at x = 1.001 in float32 against 76); None where ``e`` has no such
-    quotient or the sum more than one root."""
+    """``e`` (a product) as written where its sum of squares is in range
+    (:func:`_in_range`), and divided by the norm (:func:`_over_norm`) beyond: near |r|
+    = 1 the quotient as written is the more accurate (``1 - 2*x**2/(1 + x**2)`` cancels
+    there, and ``(x/h)**2`` rounds ``h``: 800 ulps at x = 1.001 in float32 against
+    76). None where ``e`` has no such quotient."""
     normed = _over_norm(e)
     if normed is None:
         return None
     f = next(f for f in e.args if isinstance(f, sympy.Pow) and f.exp.is_Integer
              and f.exp < 0 and _square_sum(f.base) is not None)
-    roots = [r for r in _square_sum(f.base).args if not r.is_number]
-    if len(roots) != 1:
-        return None
-    exponent = MAX_EXPONENT.get(dtype, MAX_EXPONENT["float32"]) // (-2 * int(f.exp)) - 2
-    switch = sympy.Float(f"1e{math.floor(exponent * math.log10(2))}")  # (a power of 10)
-    branched, _ = guard_branches(sympy.Piecewise((e, sympy.Abs(roots[0]) < switch),
-                                                 (normed, True)))
+    inside = _in_range(_square_sum(f.base), -int(f.exp), dtype)
+    branched, _ = guard_branches(sympy.Piecewise((e, inside), (normed, True)))
     return branched
 
 
+def _norm_ratio(e, dtype):
+    """``Ratio(b, q)`` (the ``norm_zero`` guard's unit component ``b/q``) for ``q`` a
+    sum of squares of two or more roots and no number, as written where ``q**2`` is in
+    range (:func:`_in_range`) and ``(b/h)/h`` beyond; else None."""
+    if not isinstance(e, Ratio):
+        return None
+    b, q = e.args
+    h = _square_sum(q)
+    if h is None or len(h.args) < 2 or any(r.is_number for r in h.args):
+        return None
+    # (q**2 in range: the quotient's derivative, -2*x*(b/q)/q, divides by q again)
+    inside = _in_range(h, 2, dtype)
+    # each branch finite where the other is chosen (the double where; guard_branches
+    # reads no bound of one input from a condition in several): q is 1 outside the
+    # range, h is 1 at the origin
+    safe_h = Guard(h, sympy.Ne(h, 0), 1)
+    return sympy.Piecewise((Ratio(b, Guard(q, inside, 1)), inside),
+                           (Ratio(Ratio(b, safe_h), safe_h), True))
+
+
 def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str, ...]]:
-    """Each product with ``(c + x**2)**-m`` computed, where ``x**2`` would overflow, with
-    the norm ``h = hypot(√c, x)`` in place of the sum of squares, ``h**2``: the factors
-    that grow with ``h`` each divided by it, then the rest (:func:`_over_norm`); as
-    written below that (:func:`_beyond_squares`). ``log(1 + x**2)``'s slope
-    ``2*x/(1 + x**2)`` is NaN at x = 3.4e38 in float32 (inf/inf) and 0 from 1.8e19
-    (x**2 overflows) where the exact value is 2/x; ``x/(1 + x**2)``'s slope
-    ``(1 - x**2)/(1 + x**2)**2`` likewise. The quotient is divided in turn as
+    """Each product with ``(c + x**2 + ...)**-m``, and each unit component ``b/(x**2 +
+    y**2 + ...)`` of the ``norm_zero`` guard, computed, where the sum of squares would
+    overflow or underflow, with the norm ``h = hypot(√c, x, ...)`` in place of the sum,
+    ``h**2``: the factors that grow with ``h`` each divided by it, then the rest
+    (:func:`_over_norm`); as written in range (:func:`_in_range`). ``log(1 + x**2)``'s
+    slope ``2*x/(1 + x**2)`` is NaN at x = 3.4e38 in float32 (inf/inf) and 0 from
+    1.8e19 (x**2 overflows) where the exact value is 2/x; ``x/(1 + x**2)``'s slope
+    ``(1 - x**2)/(1 + x**2)**2`` likewise; ``atan2``'s partial ``-y/(x**2 + y**2)`` was
+    0 from x = 1.8e19 and at x = y = 1e-20 (the sum underflows), and its second
+    derivative NaN at x = y = 3.4e38 (``2*x`` is inf beside a quotient that is 0). The
+    quotient is divided in turn as
     :func:`gradgen.stability.guards.quotients.paired_quotients` does.
 
     Args:
@@ -131,7 +163,16 @@ def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str
     Returns:
         The expression and ``("norm_quotient",)`` where it changed, else ``()``.
     """
-    return each_product(expr, lambda e: _beyond_squares(e, dtype), "norm_quotient")
+    expr, used = each_product(expr, lambda e: _beyond_squares(e, dtype), "norm_quotient")
+    fired = []
+
+    def ratio(e):
+        out = _norm_ratio(e, dtype)
+        fired.extend([True] if out is not None else [])
+        return out
+
+    expr = bottom_up(expr, ratio)
+    return expr, ("norm_quotient",) if used or fired else ()
 
 
 def _norm_log(e, dtype):

@@ -21,6 +21,7 @@ import sympy
 from sympy import S
 
 from ...functions import Ratio, hypot
+from ..families.norms import root_of_square
 from .conditions import bound_of, relations_of
 
 
@@ -132,9 +133,20 @@ def _unit_components(e, known, excluded, used):
             continue
         used.add("norm_zero")
         left = f.base ** (f.exp + len(ratios))
-        unit = sympy.Piecewise((sympy.Mul(*ratios) * left, sympy.Ne(f.base, 0)), (0, True))
+        unit = sympy.Piecewise((sympy.Mul(*ratios) * left, _nonzero(f.base)), (0, True))
         return sympy.Mul(unit, *rest)
     return e
+
+
+def _nonzero(s):
+    """``s != 0`` for a norm or squared norm ``s``; for a sum of squares, where one of
+    its roots is not 0 (``x**2 + y**2`` underflows to 0 at x = y = 1e-20 in float32,
+    where the unit component is 1e20 and the norm_quotient guard computes it with the
+    norm)."""
+    roots = [root_of_square(t) for t in s.args] if isinstance(s, sympy.Add) else [None]
+    if any(r is None or r.is_number for r in roots):
+        return sympy.Ne(s, 0)
+    return sympy.Or(*[sympy.Ne(r, 0) for r in roots])
 
 
 def _component(x, s) -> bool:
