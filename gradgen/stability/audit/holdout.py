@@ -80,7 +80,7 @@ def _points(op: ir.OpIR, fmt: Format, seed_text: str) -> dict:
     """A fresh random sample (:func:`.sample.sample`, another seed) and the grid."""
     points = sample(op, fmt, seed_text + "|held out", HOLDOUT_POINTS)
     names = [i.name for i in op.inputs if not i.upstream]
-    grid = GRID if len(op.inputs) > 1 else DENSE_GRID
+    grid = GRID if len(names) > 1 else DENSE_GRID
     magnitudes = sorted({float(v) for m in grid for v in fmt.round([m, -m])
                          if np.isfinite(v) and (v == 0 or abs(v) >= fmt.tiny)})
     rows = list(itertools.product(magnitudes, repeat=len(names)))

@@ -21,7 +21,7 @@ import sympy
 from ...functions import Guard, Ratio, hypot, log1p
 from ..families.norms import root_of_square
 from .branches import guard_branches
-from .walk import bottom_up, each_product
+from .walk import each_node, each_product
 
 # The norm h = sqrt(1 + q) from which log1p(q) of a sum of squares is 2*log(h): below it
 # q is under 2**20 (2**14 in float16, whose largest number is 65504), finite in every
@@ -164,15 +164,8 @@ def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str
         The expression and ``("norm_quotient",)`` where it changed, else ``()``.
     """
     expr, used = each_product(expr, lambda e: _beyond_squares(e, dtype), "norm_quotient")
-    fired = []
-
-    def ratio(e):
-        out = _norm_ratio(e, dtype)
-        fired.extend([True] if out is not None else [])
-        return out
-
-    expr = bottom_up(expr, ratio)
-    return expr, ("norm_quotient",) if used or fired else ()
+    expr, ratios = each_node(expr, lambda e: _norm_ratio(e, dtype), "norm_quotient", Ratio)
+    return expr, used or ratios
 
 
 def _norm_log(e, dtype):
@@ -204,13 +197,4 @@ def norm_logs(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and ``("norm_log",)`` where it changed, else ``()``.
     """
-    fired = []
-
-    def fix(e):
-        out = _norm_log(e, dtype)
-        if out is not None:
-            fired.append(True)
-        return out
-
-    out = bottom_up(expr, fix)
-    return out, ("norm_log",) if fired else ()
+    return each_node(expr, lambda e: _norm_log(e, dtype), "norm_log", log1p)

@@ -40,20 +40,26 @@ def bottom_up(expr, fn):
     return walk(expr)
 
 
-def each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
-    """``expr`` with ``fix`` applied to each product, innermost first (``fix`` gives the
-    replacement, or None to keep it), and ``(name,)`` where it replaced one, else
-    ``()``: the walk of the guards of products and quotients."""
+def each_node(expr, fix, name: str, kind=sympy.Basic) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """``expr`` with ``fix`` applied to each node of type ``kind``, innermost first
+    (``fix`` gives the replacement, or None to keep it), and ``(name,)`` where it
+    replaced one, else ``()``: the walk of the guards."""
     fired = []
 
-    def on_product(e):
-        out = fix(e) if isinstance(e, sympy.Mul) else None
+    def on_node(e):
+        out = fix(e) if isinstance(e, kind) else None
         if out is not None:
             fired.append(name)
         return out
 
-    out = bottom_up(expr, on_product)
+    out = bottom_up(expr, on_node)
     return out, (name,) if fired else ()
+
+
+def each_product(expr, fix, name: str) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """:func:`each_node` of the products: the walk of the guards of products and
+    quotients."""
+    return each_node(expr, fix, name, sympy.Mul)
 
 
 def as_polynomial(e, v):
