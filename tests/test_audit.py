@@ -1963,6 +1963,22 @@ def test_atan2_is_accurate_where_its_squared_norm_overflows_or_underflows(tmp_pa
     assert sum(t.nonfinite for t in level.targets) == 0, level
 
 
+def test_a_power_s_second_derivative_multiplies_the_vanishing_factor_first(tmp_path, no_cache):
+    """x**y's second partial in x, (1 - y) * upstream * xdivy(-xdivy(y, x**(1 - y)), x),
+    was NaN at x = -1.2e-38, y = 3.4e38 in float32: (1 - y) * upstream overflowed
+    before the xdivy, 0 there, made the product 0 (the exact value). The printer puts
+    a factor whose 0 is exact first."""
+    path = _spec(tmp_path, """
+        - name: power
+          order: 2
+          inputs: {x: [null], y: [null]}
+          output: x**y
+    """)
+    op = _op(path, "power")
+    level = audit_op(op.levels[0], op_views(op.levels[0]), level=True)
+    assert sum(t.nonfinite for t in level.targets) == 0, level
+
+
 def test_a_rewrite_less_accurate_on_part_of_the_range_is_branched(tf, tmp_path, no_cache):
     """Log-cosh as a real project wrote it, x + log1p(expm1(-2*x)/2): its stable form
     (softplus) is 4 ulps off at x = -0.5 in float32 where the form as written is within

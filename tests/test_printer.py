@@ -6,7 +6,7 @@ import sympy
 import pytest
 
 from gradgen import ir
-from gradgen.functions import expm1, log1p, sigmoid, softplus
+from gradgen.functions import expm1, log1p, sigmoid, softplus, xdivy
 from gradgen.printer import PrintError, TFPrinter, print_value
 
 x, y, u = sympy.symbols("x y upstream", real=True)
@@ -34,6 +34,10 @@ x, y, u = sympy.symbols("x y upstream", real=True)
         (2 * x * y, "x * y * 2.0"),
         (2 * x / y, "x * 2.0 / y"),
         (-3 * x * y, "-x * y * 3.0"),
+        # a factor whose 0 is exact first: (y - 1) * upstream overflows (y = 3.4e38)
+        # before xdivy's 0 makes the product 0 (x**y's second derivative at x = -1e-38)
+        ((y - 1) * u * xdivy(x, y), "tf.math.xdivy(x, y) * upstream * (y - 1.0)"),
+        (u * xdivy(x, y), "upstream * tf.math.xdivy(x, y)"),
         (2 * x * y / (3 * sympy.sqrt(sympy.pi)), "x * y * ((2/3)/math.sqrt(math.pi))"),
         (-x, "-x"),
         (x - 2 * y, "x - 2.0 * y"),

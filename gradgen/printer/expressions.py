@@ -260,7 +260,7 @@ class TFPrinter(Pinned, TensorflowPrinter):
             else:
                 numbers.append(self._number(coeff))
         numerator: list[str] = []
-        for factor in rest.as_ordered_factors():  # rest has the non-numeric factors
+        for factor in _vanishing_first(rest.as_ordered_factors()):  # the non-numeric
             if isinstance(factor, fn.Const) and not numbers:
                 numbers.append(self._operand(factor))  # a constant held as an atom
             elif (
@@ -444,3 +444,18 @@ class TFPrinter(Pinned, TensorflowPrinter):
     _print_Basic = _refuse
     _print_not_supported = _refuse
     emptyPrinter = _refuse
+
+
+# Functions whose 0 is exact where another factor of the product may overflow: xdivy(0,
+# x) and xlogy(0, x) are 0 at any x, mul_no_nan(x, 0) at any x.
+_VANISHING = (fn.xdivy, fn.xlogy, fn.mul_no_nan)
+
+
+def _vanishing_first(factors) -> list:
+    """The factors of a product with :data:`_VANISHING` calls first, the rest in order:
+    ``xdivy(t, x) * (y - 1) * upstream``, not ``(y - 1) * upstream * xdivy(t, x)``,
+    whose ``(y - 1) * upstream`` overflows (y = 3.4e38 in float32) before the xdivy's 0
+    makes the product 0 (inf * 0 = NaN: x**y's second derivative at x = -1.2e-38)."""
+    if len(factors) < 3:  # (two factors round once in either order)
+        return list(factors)
+    return sorted(factors, key=lambda f: not isinstance(f, _VANISHING))
