@@ -1963,6 +1963,23 @@ def test_atan2_is_accurate_where_its_squared_norm_overflows_or_underflows(tmp_pa
     assert sum(t.nonfinite for t in level.targets) == 0, level
 
 
+def test_a_square_over_a_scale_is_computed_as_a_ratio_times_the_root(tmp_path, no_cache):
+    """Student-t's log(1 + x**2/n) was inf from x = 1.8e19 in float32 (x**2
+    overflows), where log(1 + x*(x/n)) is 69 at x = 1e20, n = 1e10 and 88.7 at
+    x = n = 3.4e38."""
+    path = _spec(tmp_path, """
+        - name: student
+          inputs: {x: [null], n: [null]}
+          output: log(1 + x**2/n)
+    """)
+    op = _op(path, "student")
+    points = {"x": np.array([1e20, 3.4e38, 2.0]), "n": np.array([1e10, 3.4e38, 4.0])}
+    outputs, _ = Program(op_views(op)).run(formats.get("float32"), points)
+    exact = [float(mpmath.log1p(mpmath.mpf(float(x)) ** 2 / mpmath.mpf(float(n))))
+             for x, n in zip(np.float32(points["x"]), np.float32(points["n"]))]
+    np.testing.assert_allclose(outputs[0], exact, rtol=1e-6)
+
+
 def test_a_power_s_second_derivative_multiplies_the_vanishing_factor_first(tmp_path, no_cache):
     """x**y's second partial in x, (1 - y) * upstream * xdivy(-xdivy(y, x**(1 - y)), x),
     was NaN at x = -1.2e-38, y = 3.4e38 in float32: (1 - y) * upstream overflowed

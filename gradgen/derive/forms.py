@@ -17,16 +17,18 @@ from ..stability import guards
 
 
 def ratio_powers(e):
-    """``a**p * b**-q`` (p, q >= 2) as ``Ratio(a, b)**m * a**(p - m) * b**-(q - m)``,
-    ``m = min(p, q)``, pairing the highest powers first: the forward as the user wrote
-    it (``(sigma / r)**6``, which SymPy distributes into ``sigma**6 * r**-6``), finite
-    where the separate powers would overflow or underflow. None when nothing pairs."""
+    """``a**p * b**-q`` (p >= 2, q >= 1) as ``Ratio(a, b)**m *
+    a**(p - m) * b**-(q - m)``, ``m = min(p, q)``, pairing the highest powers first:
+    the forward as the user wrote it (``(sigma / r)**6``, which SymPy distributes into
+    ``sigma**6 * r**-6``), finite where the separate powers would overflow or
+    underflow; Student-t's ``x**2/n`` as ``(x/n) * x`` (``x**2`` is inf from x =
+    1.8e19 in float32, where x = n = 3.4e38 makes it 3.4e38). None when nothing pairs."""
     if not isinstance(e, sympy.Mul):
         return None
     pos, neg, rest = [], [], []
     for factor in e.args:
         base, exp = factor.as_base_exp()
-        if exp.is_Integer and not base.is_number and abs(int(exp)) >= 2:
+        if exp.is_Integer and not base.is_number and (exp >= 2 or exp < 0):
             (pos if exp > 0 else neg).append([base, abs(int(exp))])
         else:
             rest.append(factor)
