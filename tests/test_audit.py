@@ -1980,20 +1980,28 @@ def test_a_square_over_a_scale_is_computed_as_a_ratio_times_the_root(tmp_path, n
     np.testing.assert_allclose(outputs[0], exact, rtol=1e-6)
 
 
-def test_a_power_s_second_derivative_multiplies_the_vanishing_factor_first(tmp_path, no_cache):
+def test_a_power_s_second_derivatives_are_finite_at_the_ends_of_the_range(tmp_path, no_cache):
     """x**y's second partial in x, (1 - y) * upstream * xdivy(-xdivy(y, x**(1 - y)), x),
     was NaN at x = -1.2e-38, y = 3.4e38 in float32: (1 - y) * upstream overflowed
-    before the xdivy, 0 there, made the product 0 (the exact value). The printer puts
-    a factor whose 0 is exact first."""
+    before the xdivy, 0 there, made the product 0 (the exact value); the printer puts a
+    factor whose 0 is exact first. And d(grad_y)/dx, upstream * (xdivy(x**y, x) + ...),
+    was -inf at x = 5.2e18, y = 2.17 where the exact value is -1e24: xdivy(x**y, x) is
+    x**(y - 1) where x**y overflows (the power_quotient guard)."""
     path = _spec(tmp_path, """
         - name: power
           order: 2
           inputs: {x: [null], y: [null]}
           output: x**y
     """)
-    op = _op(path, "power")
-    level = audit_op(op.levels[0], op_views(op.levels[0]), level=True)
-    assert sum(t.nonfinite for t in level.targets) == 0, level
+    level = _op(path, "power").levels[0]
+    audit = audit_op(level, op_views(level), level=True)
+    assert sum(t.nonfinite for t in audit.targets) == 0, audit
+    points = {"x": np.array([5.16498e18]), "y": np.array([2.17382]),
+              "upstream": np.array([1.0])}
+    _, gradients = Program(op_views(level)).run(formats.get("float32"), points)
+    x, y = (mpmath.mpf(float(np.float32(v[0]))) for v in (points["x"], points["y"]))
+    exact = x ** (y - 1) * (1 + y * mpmath.log(x))  # d/dx (x**y * log(x))
+    np.testing.assert_allclose(gradients[1]["x"], [float(exact)], rtol=1e-4)
 
 
 def test_a_rewrite_less_accurate_on_part_of_the_range_is_branched(tf, tmp_path, no_cache):

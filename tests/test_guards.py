@@ -1326,6 +1326,23 @@ def test_unit_components_of_a_squared_norm_use_the_norm_out_of_range():
     assert guards.norm_quotients(Ratio(y, x**2 + 1), "float32") == (Ratio(y, x**2 + 1), ())
 
 
+# ------------------------------------------------------------ power_quotients
+
+
+def test_power_quotients_use_the_merged_power_only_where_the_numerator_overflows():
+    """xdivy(x**p, x), x**p * log(x)'s second derivative in x, was inf at x = 5.2e18,
+    p = 2.17 in float32 (x**p overflows) where x**(p - 1) is 1e22; elsewhere as written
+    (x**(p - 1) rounds p - 1). The merged power's base is 1 where it is not chosen."""
+    written = xdivy(x**y, x)
+    out, used = guards.power_quotients(written)
+    assert used == ("power_quotient",)
+    beyond = overflowed(x**y)
+    assert out == Piecewise((Guard(x, beyond, 1) ** (y - 1), beyond), (written, True))
+    # numeric exponents (SymPy merges those itself), other bases: left alone
+    for alone in (xdivy(x**2, x), xdivy(x**y, r), xdivy(y, x**(1 - y))):
+        assert guards.power_quotients(alone) == (alone, ())
+
+
 # ------------------------------------------------------------ exponent_logs
 
 EXPONENT_LOGS = [

@@ -158,6 +158,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.split_differences(expr, inputs))
     expr = d.applied(guards.norm_quotients(expr, dtype))
     expr = d.applied(guards.paired_quotients(expr))
+    expr = d.applied(guards.power_quotients(expr))
     expr = d.applied(guards.zero_factors(expr, inputs))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

@@ -57,7 +57,8 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
 * :func:`paired_quotients`: ``g * A / (c + g)`` is ``Ratio(g, c + g) * A``: the ratio
   lies in [0, 1] where the quotient alone underflows or overflows (Cauchy's loss's
   second derivative at x = 1e10 in float32: ``c**2/(1 + t)/(1 + t)`` was 0, and the sign
-  wrong).
+  wrong); :func:`power_quotients`: ``xdivy(x**a, x**b)`` as ``x**(a - b)`` where
+  ``x**a`` overflows (``x**p * log(x)``'s second derivative at x = 5.2e18 in float32).
 * :func:`exponent_logs`: ``xlogy(k, x)`` in an exponential's argument is
   ``mul_no_nan(log(x), k)``: the same value, with a second derivative in ``k`` that is
   right in TensorFlow.
@@ -91,7 +92,7 @@ from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
 from .products import split_differences, split_gaussians, vanishing_products, zero_factors
 from .norms import norm_logs, norm_quotients
-from .quotients import paired_quotients
+from .quotients import paired_quotients, power_quotients
 from .singularities import limit_at_zero, removable_singularities
 from .subgradients import zero_subgradients
 from .taylor import taylor_plan
@@ -112,6 +113,7 @@ __all__ = [
     "kinks_to_piecewise",
     "limit_at_zero",
     "paired_quotients",
+    "power_quotients",
     "norm_quotients",
     "norm_logs",
     "removable_singularities",

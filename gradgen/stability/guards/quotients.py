@@ -1,5 +1,6 @@
-"""Quotients by a sum ``q = c + g`` beside the term ``g`` it grows with:
-:func:`paired_quotients`.
+"""Quotients by a sum ``q = c + g`` beside the term ``g`` it grows with
+(:func:`paired_quotients`), and quotients of powers of one base whose numerator
+overflows (:func:`power_quotients`).
 
 Receives: a real elementwise SymPy expression ready to print. Returns: the expression
 with each product ``g * A / q`` (``q`` a sum of a nonzero number ``c`` and a term
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import sympy
 
-from ...functions import Ratio, mul_no_nan, xdivy
-from .walk import each_product
+from ...functions import Guard, Ratio, mul_no_nan, overflowed, xdivy
+from .walk import each_node, each_product
 
 
 def _over(f):
@@ -109,3 +110,35 @@ def paired_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
         The expression and ``("paired_quotient",)`` where it changed, else ``()``.
     """
     return each_product(expr, _paired, "paired_quotient")
+
+
+def _power_quotient(e):
+    """``xdivy(x**a, x**b)`` (``a`` symbolic) as ``x**(a - b)`` where ``x**a``
+    overflows, and as written elsewhere; else None."""
+    if not isinstance(e, xdivy):
+        return None
+    top, below = e.args
+    base, a = top.as_base_exp()
+    bottom, b = below.as_base_exp()
+    if not isinstance(top, sympy.Pow) or base != bottom or base.is_number or a.is_number:
+        return None
+    beyond = overflowed(top)
+    return sympy.Piecewise((Guard(base, beyond, 1) ** (a - b), beyond), (e, True))
+
+
+def power_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
+    """Each ``xdivy(x**a, x**b)`` with a symbolic exponent ``a`` as ``x**(a - b)``
+    where ``x**a`` overflows, and as written elsewhere, where ``x**(a - b)`` would
+    round ``a - b`` (5 bits at x = 3e-32, p = -3e-7 in float32, where ``x**p / x`` is
+    within one). ``xdivy(x**p, x)``, the derivative of ``xlogy(x**p, x)`` in its second
+    argument (``x**p * log(x)``'s second derivative in x), was inf at x = 5.2e18,
+    p = 2.17 in float32, where the exact value is 1e22. Where it is not chosen the
+    power is taken at 1: finite, and so is its derivative.
+
+    Args:
+        expr: a real elementwise SymPy expression.
+
+    Returns:
+        The expression and ``("power_quotient",)`` where it changed, else ``()``.
+    """
+    return each_node(expr, _power_quotient, "power_quotient", xdivy)
