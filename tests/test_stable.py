@@ -333,6 +333,12 @@ MORE_FORMS = {
          fn.xdivy(-y, x**(2 - 2 * y)) * (1 - 2 * y)),
         (fn.xdivy(y, x**2) * x * z, fn.xdivy(y, x) * z),
         (fn.xdivy(y, z**2) * x, None),
+        # a power of the numerator's base dividing the product: Cauchy's loss with a
+        # scale, x*xdivy(c**2, 1 + (x/c)**2)/c**2, is x/(1 + (x/c)**2) (inf/inf where
+        # c**2 overflows); a part of it merged into the xdivy, which stays 0 where y is
+        (x * fn.xdivy(y**2, 1 + z**2) * y**-2, x / (1 + z**2)),
+        (fn.xdivy(y**3, 1 + z**2) / y, fn.xdivy(y**2, 1 + z**2)),
+        (fn.xdivy(y**2, 1 + z**2) * y**2, None),
     ],
     "hypot": [(sqrt(x**2 - 1), None), (sqrt(x**2 + 4), fn.hypot(2, x))],
     "removable_fill": [

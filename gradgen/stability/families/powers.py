@@ -2,7 +2,7 @@
 
 | rule | identity | domain | fails at | source |
 | --- | --- | --- | --- | --- |
-| `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent; xdivy(k, x^a) · x^b = xdivy(k, x^(a − b)) | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0; the second derivative of x^(2y) as xdivy(−y, x^(2 − 4y)) · (1 − 2y) · x^(−2y) is −0 · inf at x = 1e-20 in float32 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
+| `power_product` | x^a · x^b = x^(a + b) for a symbolic or irrational exponent; xdivy(k, x^a) · x^b = xdivy(k, x^(a − b)); xdivy(k^m, q) · k^(−n) = xdivy(k^(m − n), q), 1/q where m = n | x > 0; x = 0 where both sides are defined | naive: d(x^y)/dx written x^y · y / x is 0/0 at x = 0; the second derivative of x^(2y) as xdivy(−y, x^(2 − 4y)) · (1 − 2y) · x^(−2y) is −0 · inf at x = 1e-20 in float32 | SymPy `powsimp`; TF `_PowGrad` ("avoid false singularity at x = 0") |
 | `exp_log_power` | exp(k · log(x)) = x^k (not with another term b: x^k · exp(b) overflows apart, where exp(k · log(x) + b) is finite) | x > 0 (as written); extends it: x^k is finite for x < 0 with an integer k, and 0^0 = 1 where k · log(0) = 0 · −inf is NaN | naive: the derivative p · exp(p log x) / x is 0/0 at x = 0 | Herbie `exp-to-pow` (src/core/rules.rkt) |
 | `exp_power` | exp(k · log(x) + b) · x^m = exp((k + m) · log(x) + b); · xdivy(c, x) = mul_no_nan(exp((k − 1) · log(x) + b), c); a sum beside it with such a term that is inf at 0 multiplied out | x ≥ 0 (as written); at x = 0 the limit, with 0^0 = 1 (xlogy) | naive: the derivative exp(k log x + b) · k / x is 0 · inf at x = 0 | the same identity as `exp_log_power`, kept in log space (`exp_mul`'s reason) |
 | `power_zero_coefficient` | k · x^e = xdivy(k, x^(−e)) when e is negative where k = 0 (p · x^(p − 1) = xdivy(p, x^(1 − p))) | real x ≥ 0; equal wherever the left side is finite, and 0 where k = 0 (there x^(e + 1) is x^0 = 1, a constant) | naive: d(x^p)/dx at p = 0, x = 0 is 0 · 0^(−1) = 0 · inf = NaN, but x^0 = 1 has derivative 0 | TF `xdivy`; JAX `xlogy`/`xlog1py` zero conventions |
@@ -72,7 +72,31 @@ def _xdivy_power_product(expr):
             b = sympy.Add(*(g.as_base_exp()[1] for g in same))
             rest = [g for g in expr.args if g is not f and g not in same]
             return sympy.Mul(xdivy(k, sympy.Pow(base, a - b)), *rest)
+        merged = _numerator_merged(expr, f)
+        if merged is not None:
+            return merged
     return None
+
+
+def _numerator_merged(expr, f):
+    """``xdivy(k**m, q) * k**-n * ...`` (``k`` not a number) as ``xdivy(k**(m - n), q)
+    * ...``, or ``q**-1 * ...`` where ``m = n``: the derivative of Cauchy's loss with a
+    scale, ``c**2/2 * xlog1py(...)``'s, is ``x * xdivy(c**2, 1 + (x/c)**2) / c**2``,
+    inf/inf = NaN where ``c**2`` overflows (c = 3.4e38 in float32) and 0 * inf where it
+    underflows, and ``x / (1 + (x/c)**2)`` is neither. At ``k = 0`` the form as written
+    is 0 * inf = NaN. None where no power of ``k`` divides the product."""
+    top, q = f.args
+    base, m = top.as_base_exp()
+    if base.is_number:
+        return None
+    below = [g for g in expr.args if g is not f and g.as_base_exp()[0] == base
+             and (g.as_base_exp()[1]).is_negative]
+    if not below:
+        return None
+    n = -sympy.Add(*(g.as_base_exp()[1] for g in below))
+    rest = [g for g in expr.args if g is not f and g not in below]
+    merged = sympy.Pow(q, -1) if m == n else xdivy(sympy.Pow(base, m - n), q)
+    return sympy.Mul(merged, *rest)
 
 
 def _log_power_term(term):
