@@ -58,7 +58,8 @@ GUARDS = {
     "(128 in float16): the sum of squares overflows where the log does not",
     "paired_quotient": "g*A/(c + g) as (g/(c + g))*A: the ratio lies in [0, 1] where "
     "(c + g)**2 or A/(c + g) alone would overflow or underflow",
-    "power_quotient": "xdivy(x**a, x**b) as x**(a - b) where x**a overflows (a symbolic)",
+    "power_quotient": "xdivy(x**a, x**b) as x**(a - b) where x**a overflows, or "
+    "underflows to 0 at an x that is not 0 (a symbolic)",
     "regimes": "a partial as written on the interval of an input where the accuracy audit "
     "measured it more accurate than the stable form, the stable form elsewhere (Herbie's "
     "regime inference)",

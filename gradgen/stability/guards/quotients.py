@@ -114,7 +114,8 @@ def paired_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
 
 def _power_quotient(e):
     """``xdivy(x**a, x**b)`` (``a`` symbolic) as ``x**(a - b)`` where ``x**a``
-    overflows, and as written elsewhere; else None."""
+    overflows, or underflows to 0 at an ``x`` that is not, and as written elsewhere;
+    else None."""
     if not isinstance(e, xdivy):
         return None
     top, below = e.args
@@ -122,18 +123,21 @@ def _power_quotient(e):
     bottom, b = below.as_base_exp()
     if not isinstance(top, sympy.Pow) or base != bottom or base.is_number or a.is_number:
         return None
-    beyond = overflowed(top)
+    beyond = sympy.Or(overflowed(top), sympy.And(sympy.Eq(top, 0), sympy.Ne(base, 0)))
     return sympy.Piecewise((Guard(base, beyond, 1) ** (a - b), beyond), (e, True))
 
 
 def power_quotients(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
     """Each ``xdivy(x**a, x**b)`` with a symbolic exponent ``a`` as ``x**(a - b)``
-    where ``x**a`` overflows, and as written elsewhere, where ``x**(a - b)`` would
-    round ``a - b`` (5 bits at x = 3e-32, p = -3e-7 in float32, where ``x**p / x`` is
-    within one). ``xdivy(x**p, x)``, the derivative of ``xlogy(x**p, x)`` in its second
-    argument (``x**p * log(x)``'s second derivative in x), was inf at x = 5.2e18,
-    p = 2.17 in float32, where the exact value is 1e22. Where it is not chosen the
-    power is taken at 1: finite, and so is its derivative.
+    where ``x**a`` overflows, or underflows to 0 at an ``x`` that is not 0, and as
+    written elsewhere, where ``x**(a - b)`` would round ``a - b`` (5 bits at x = 3e-32,
+    p = -3e-7 in float32, where ``x**p / x`` is within one). ``xdivy(x**p, x)``, the
+    derivative of ``xlogy(x**p, x)`` in its second argument (``x**p * log(x)``'s second
+    derivative in x), was inf at x = 5.2e18, p = 2.17 in float32, where the exact value
+    is 1e22, and 0 at x = 1e-30, p = 1.5 (``x**p`` underflows), which left the
+    second derivative 1% off (``x**(p - 1)*p*log(x)`` without its ``x**(p - 1)``). At
+    x = 0 xdivy's 0 stays. Where it is not chosen the power is taken at 1: finite, and
+    so is its derivative.
 
     Args:
         expr: a real elementwise SymPy expression.
