@@ -1412,7 +1412,8 @@ def cauchy(x):
         double_where: where() branches evaluated at safe inputs where not selected
         log1p: log(1 + u) = log1p(u)
         norm_log: log1p(x**2 + ...) = 2*log(h), h = hypot(1, x, ...), where h >= 1024
-            (128 in float16): the sum of squares overflows where the log does not
+            (128 in float16), and log(x**2 + y**2 + ...) = 2*log(hypot(x, y, ...)) out
+            of range: the sum of squares overflows or underflows where the log does not
         norm_quotient: A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c),
             x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)
 

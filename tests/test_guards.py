@@ -1326,6 +1326,22 @@ def test_unit_components_of_a_squared_norm_use_the_norm_out_of_range():
     assert guards.norm_quotients(Ratio(y, x**2 + 1), "float32") == (Ratio(y, x**2 + 1), ())
 
 
+def test_the_log_of_a_sum_of_squares_uses_the_norm_out_of_range():
+    """log(x**2 + y**2) was -inf at x = y = 1e-30 in float32 (the sum underflows),
+    where it is -137.5, and inf from 1.8e19: 2*log(hypot(x, y)) out of range (82 of
+    182 audit points were not finite, 4 are: where hypot itself overflows)."""
+    written = log(x**2 + y**2)
+    out, used = guards.norm_logs(written, "float32")
+    assert used == ("norm_log",)
+    (value, inside), (beyond, _) = out.args
+    assert value == written
+    assert beyond == 2 * log(Guard(hypot(x, y), sympy.Not(inside), 1))
+    assert inside.subs({x: 1, y: -3}) is sympy.true
+    assert inside.subs({x: 1e-20, y: 1e-20}) is sympy.false
+    # one root, or a number in the sum (log1p's case): left to the other forms
+    assert guards.norm_logs(log(x**2), "float32") == (log(x**2), ())
+
+
 # ------------------------------------------------------------ power_quotients
 
 

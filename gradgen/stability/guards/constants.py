@@ -55,7 +55,8 @@ GUARDS = {
     "norm_quotient": "A/(c + x**2 + ...)**m as A divided 2m times by h = hypot(sqrt(c), "
     "x, ...), A's factors in x first: 2*x/(1 + x**2) = 2*(x/h)/h (x**2 overflows)",
     "norm_log": "log1p(x**2 + ...) = 2*log(h), h = hypot(1, x, ...), where h >= 1024 "
-    "(128 in float16): the sum of squares overflows where the log does not",
+    "(128 in float16), and log(x**2 + y**2 + ...) = 2*log(hypot(x, y, ...)) out of "
+    "range: the sum of squares overflows or underflows where the log does not",
     "paired_quotient": "g*A/(c + g) as (g/(c + g))*A: the ratio lies in [0, 1] where "
     "(c + g)**2 or A/(c + g) alone would overflow or underflow",
     "power_quotient": "xdivy(x**a, x**b) as x**(a - b) where x**a overflows, or "

@@ -170,7 +170,16 @@ def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str
 
 def _norm_log(e, dtype):
     """``log1p(q)`` for ``q`` a sum of squares with no number in it: ``log1p(q)`` where
-    ``h = hypot(1, roots)`` is below the switch, ``2*log(h)`` above it; else None."""
+    ``h = hypot(1, roots)`` is below the switch, ``2*log(h)`` above it; ``log(q)`` of
+    two or more roots: as written where ``q`` is in range (:func:`_in_range`),
+    ``2*log(hypot(roots))`` beyond; else None."""
+    if isinstance(e, sympy.log):
+        h = _square_sum(e.args[0])
+        if h is None or len(h.args) < 2 or any(r.is_number for r in h.args):
+            return None
+        inside = _in_range(h, 1, dtype)
+        return sympy.Piecewise((e, inside), (2 * sympy.log(Guard(h, sympy.Not(inside), 1)),
+                                             True))
     if not isinstance(e, log1p):
         return None
     q = e.args[0]
@@ -188,7 +197,9 @@ def norm_logs(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
     hypot(1, x, ...)``, where ``h`` is at least :data:`NORM_LOG_SWITCH` (the sum of
     squares overflows from |x| = 1.8e19 in float32, where Cauchy's loss is 88: it was
     inf), and as written below it (where ``log(h)`` would lose the digits of ``x**2``
-    beside 1).
+    beside 1). ``log(x**2 + y**2 + ...)`` likewise as ``2*log(hypot(x, y, ...))`` where
+    the sum overflows or underflows (it was -inf at x = y = 1e-30 in float32, where it
+    is -137.5).
 
     Args:
         expr: a real elementwise SymPy expression.
@@ -197,4 +208,4 @@ def norm_logs(expr, dtype: str) -> tuple[sympy.Basic, tuple[str, ...]]:
     Returns:
         The expression and ``("norm_log",)`` where it changed, else ``()``.
     """
-    return each_node(expr, lambda e: _norm_log(e, dtype), "norm_log", log1p)
+    return each_node(expr, lambda e: _norm_log(e, dtype), "norm_log", (log1p, sympy.log))
