@@ -46,6 +46,15 @@ def _square_sum(q):
     return hypot(*roots)
 
 
+def _roots_norm(q):
+    """``hypot(x, y, ...)`` for ``q`` a sum of squares of two or more roots and no
+    number (:func:`_square_sum`), whose squares can overflow and underflow; else None."""
+    h = _square_sum(q)
+    if h is None or len(h.args) < 2 or any(r.is_number for r in h.args):
+        return None
+    return h
+
+
 def _over_norm(e):
     """``e`` (a product) with a factor ``q**-m`` (``q`` a sum of squares, ``h**2``,
     :func:`_square_sum`) as the rest divided by ``h`` 2m times, each of the rest's
@@ -129,8 +138,8 @@ def _norm_ratio(e, dtype):
     if not isinstance(e, Ratio):
         return None
     b, q = e.args
-    h = _square_sum(q)
-    if h is None or len(h.args) < 2 or any(r.is_number for r in h.args):
+    h = _roots_norm(q)
+    if h is None:
         return None
     # (q**2 in range: the quotient's derivative, -2*x*(b/q)/q, divides by q again)
     inside = _in_range(h, 2, dtype)
@@ -174,8 +183,8 @@ def _norm_log(e, dtype):
     two or more roots: as written where ``q`` is in range (:func:`_in_range`),
     ``2*log(hypot(roots))`` beyond; else None."""
     if isinstance(e, sympy.log):
-        h = _square_sum(e.args[0])
-        if h is None or len(h.args) < 2 or any(r.is_number for r in h.args):
+        h = _roots_norm(e.args[0])
+        if h is None:
             return None
         inside = _in_range(h, 1, dtype)
         return sympy.Piecewise((e, inside), (2 * sympy.log(Guard(h, sympy.Not(inside), 1)),
