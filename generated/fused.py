@@ -598,7 +598,6 @@ def _polar_backward(x, y, upstream_r, upstream_theta):
     )
     r_nonzero = tf.math.not_equal(r, 0.0)
     r_safe = tf.where(r_nonzero, r, 1.0)
-    inv_r_safe = 1.0 / r_safe
     t = tf.where(in_range, x * x + y * y, 1.0)
     x_or_y_nonzero = tf.math.logical_or(
         tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
@@ -612,7 +611,7 @@ def _polar_backward(x, y, upstream_r, upstream_theta):
         upstream_r * tf.where(r_nonzero, x_over_r_safe, 0.0)
         - upstream_theta
         * tf.where(
-            x_or_y_nonzero, tf.where(in_range, (y / t), inv_r_safe * y_over_r_safe), 0.0
+            x_or_y_nonzero, tf.where(in_range, (y / t), (y_over_r_safe / r_safe)), 0.0
         ),
         x,
     )
@@ -623,7 +622,7 @@ def _polar_backward(x, y, upstream_r, upstream_theta):
         upstream_r * tf.where(r_nonzero, y_over_r_safe, 0.0)
         + upstream_theta
         * tf.where(
-            x_or_y_nonzero, tf.where(in_range, (x / t), inv_r_safe * x_over_r_safe), 0.0
+            x_or_y_nonzero, tf.where(in_range, (x / t), (x_over_r_safe / r_safe)), 0.0
         ),
         y,
     )

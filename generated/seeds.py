@@ -234,10 +234,9 @@ def _polar_vjp(x, y):
             ),
             abs_y < 1000000000.0,
         )
+        r2_safe = tf.where(in_range, x * x + y * y, 1.0)
         r_nonzero = tf.math.not_equal(r, 0.0)
         r_safe = tf.where(r_nonzero, r, 1.0)
-        inv_r_safe = 1.0 / r_safe
-        r2_safe = tf.where(in_range, x * x + y * y, 1.0)
         x_or_y_nonzero = tf.math.logical_or(
             tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
         )
@@ -251,7 +250,7 @@ def _polar_vjp(x, y):
             - upstream_theta
             * tf.where(
                 x_or_y_nonzero,
-                tf.where(in_range, (y / r2_safe), inv_r_safe * y_over_r_safe),
+                tf.where(in_range, (y / r2_safe), (y_over_r_safe / r_safe)),
                 0.0,
             ),
             x,
@@ -264,7 +263,7 @@ def _polar_vjp(x, y):
             + upstream_theta
             * tf.where(
                 x_or_y_nonzero,
-                tf.where(in_range, (x / r2_safe), inv_r_safe * x_over_r_safe),
+                tf.where(in_range, (x / r2_safe), (x_over_r_safe / r_safe)),
                 0.0,
             ),
             y,

@@ -1039,10 +1039,9 @@ def _angle_vjp(x, y):
             ),
             abs_y < 1000000000.0,
         )
+        t = tf.where(in_range, x * x + y * y, 1.0)
         t_1 = _hypot(x, y)
         t_1_safe = tf.where(tf.math.not_equal(t_1, 0.0), t_1, 1.0)
-        inv_t_1_safe = 1.0 / t_1_safe
-        t = tf.where(in_range, x * x + y * y, 1.0)
         x_or_y_nonzero = tf.math.logical_or(
             tf.math.not_equal(x, 0.0), tf.math.not_equal(y, 0.0)
         )
@@ -1052,7 +1051,7 @@ def _angle_vjp(x, y):
             -upstream
             * tf.where(
                 x_or_y_nonzero,
-                tf.where(in_range, (y / t), inv_t_1_safe * (y / t_1_safe)),
+                tf.where(in_range, (y / t), ((y / t_1_safe) / t_1_safe)),
                 0.0,
             ),
             x,
@@ -1063,7 +1062,7 @@ def _angle_vjp(x, y):
             upstream
             * tf.where(
                 x_or_y_nonzero,
-                tf.where(in_range, (x / t), inv_t_1_safe * (x / t_1_safe)),
+                tf.where(in_range, (x / t), ((x / t_1_safe) / t_1_safe)),
                 0.0,
             ),
             y,

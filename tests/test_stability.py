@@ -206,22 +206,3 @@ def test_every_op_traces_in_a_graph(tf, modules, raw, dtype):
     for op in OPS:
         signature = [tf.TensorSpec([None], getattr(tf, dtype))] * len(raw[op][1])
         trace_in_a_graph(tf, getattr(modules[dtype], op), signature)
-
-
-def test_atan2_s_partials_over_the_norm_survive_xla(build, tf):
-    """atan2's partials out of the squared norm's range are (y/h)/h, h = hypot(x, y);
-    XLA rewrites (y/h)/h as y/(h*h), inf at x = y = 1e-20 in float32 (h*h underflows):
-    the code multiplies by 1/h instead, in eager and under jit_compile alike."""
-    from tfmodes import run
-
-    module = build("version: 1\nmodule: xla_angle\nops:\n  - name: angle\n"
-                   "    inputs: {x: [null], y: [null]}\n    output: atan2(y, x)\n",
-                   audit=False)
-    x = np.array([1e-20, 1e-20, 1e20, 3.0], np.float32)
-    y = np.array([1e-20, 1e-30, 1e20, -4.0], np.float32)
-    x64, y64 = x.astype(np.float64), y.astype(np.float64)
-    exact = [-y64 / (x64**2 + y64**2), x64 / (x64**2 + y64**2)]
-    for mode in ("eager", "xla"):
-        _, grads = run(tf, module.angle, [x, y], [np.ones(4, np.float32)], mode)
-        for got, want in zip(grads, exact):
-            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=mode)

@@ -67,31 +67,8 @@ def cheap_forms(expr, chains: bool):
                 return sympy.Mul(fn.squarings(base, abs(p) // 2), half)
         return None
 
-    expr = guards.bottom_up(guards.bottom_up(expr, ratio_powers), unit_over_norm)
+    expr = guards.bottom_up(expr, ratio_powers)
     return constants(guards.bottom_up(expr, fix) if chains else expr)
-
-
-def _norm(h):
-    """The ``hypot`` that ``h`` is (itself, or guarded), or None."""
-    h = h.args[0] if isinstance(h, fn.Guard) else h
-    return h if isinstance(h, fn.hypot) else None
-
-
-def unit_over_norm(e):
-    """``(x/h)/h``, a unit component ``x/h`` (``x`` an argument of the norm ``h =
-    hypot(x, ...)``: at most 1 in magnitude) divided by the norm again, as ``(x/h) *
-    (1/h)``: XLA's algebraic simplifier rewrites ``(x / h) / h`` as ``x / (h * h)``,
-    whose ``h * h`` overflows or underflows where the quotients do not (atan2's partial
-    was inf at x = y = 1e-20 in float32 under ``jit_compile``, right in eager), and
-    leaves ``(x / h) * (1 / h)``. ``1/h`` is subnormal only where ``h`` is above 8.5e37
-    in float32, where the value, at most ``1/h``, is too. None for another node."""
-    if not (isinstance(e, fn.Ratio) and isinstance(e.args[0], fn.Ratio)):
-        return None
-    (x, inner), outer = e.args[0].args, e.args[1]
-    norm = _norm(inner)
-    if norm is None or inner != outer or x not in norm.args:
-        return None
-    return sympy.Mul(e.args[0], fn.Recip(outer))
 
 
 def constants(expr):
