@@ -45,22 +45,20 @@ def _in_regimes(doc: SpecDocument, index: int, verify: bool, first: tuple, regim
     (:func:`gradgen.stability.audit.holdout.no_worse`) nowhere less accurate than the
     form it replaces; else ``first``. Herbie's rule: the branch is kept only where it
     is measured no worse."""
-    from .budget import BudgetExceeded, op_seconds, time_budget
+    from .budget import op_seconds, within
     from .stability.audit import audit_in_budget, seed_text
     from .stability.audit.holdout import no_worse
     from .verify import VerificationError
 
     old = first[3]
-    budget = None
     try:
-        with time_budget(op_seconds(doc.model.ops[index].order or 1)) as budget:
-            op_ir, views, sampled = derive_print_verify(doc, index, verify, regimes)
-    except BudgetExceeded as e:
-        if e.budget is not budget:
-            raise
-        return first
+        done, derived = within(op_seconds(doc.model.ops[index].order or 1),
+                               lambda: derive_print_verify(doc, index, verify, regimes))
     except (SpecError, VerificationError):  # the as-written form cannot be used here
         return first
+    if not done:
+        return first
+    op_ir, views, sampled = derived
     new = audit_in_budget(op_ir, views, partial(TFPrinter, op_ir.dtype))
     if new.skipped or len(new.targets) != len(old.targets):
         return first
@@ -68,14 +66,9 @@ def _in_regimes(doc: SpecDocument, index: int, verify: bool, first: tuple, regim
     if not (sum(n.worse for n, _ in pairs) < sum(o.worse for _, o in pairs)
             and all(n.nonfinite <= o.nonfinite and n.worse <= o.worse for n, o in pairs)):
         return first
-    try:
-        with time_budget(op_seconds()) as budget:
-            lost = no_worse(first[:2], (op_ir, views), seed_text(op_ir))
-    except BudgetExceeded as e:
-        if e.budget is not budget:
-            raise
-        return first
-    return first if lost else (op_ir, views, sampled, new)
+    done, lost = within(op_seconds(),
+                        lambda: no_worse(first[:2], (op_ir, views), seed_text(op_ir)))
+    return first if lost or not done else (op_ir, views, sampled, new)
 
 
 def derive_print_verify(doc: SpecDocument, index: int, verify: bool, regimes: tuple = ()):

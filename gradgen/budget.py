@@ -148,3 +148,17 @@ def time_budget(seconds: float, label: str = "op"):
         _arm()
         if outermost:
             signal.signal(signal.SIGALRM, previous)
+
+
+def within(seconds: float, run, label: str = "op") -> tuple:
+    """``(True, run())`` under a time budget of its own, or ``(False, None)`` where that
+    budget runs out; an enclosing budget's running out is raised (the caller that set
+    it reports it)."""
+    budget = None
+    try:
+        with time_budget(seconds, label) as budget:
+            return True, run()
+    except BudgetExceeded as e:
+        if e.budget is not budget:
+            raise
+        return False, None

@@ -282,14 +282,12 @@ def audit_in_budget(op: ir.OpIR, views, printer=None, level: bool = False,
                     regimes: list | None = None) -> Audit:
     """:func:`audit_op` under the per-op time budget (:mod:`gradgen.budget`); an audit
     that runs out of time is reported as not run, never as a failure."""
-    from ...budget import BudgetExceeded, op_seconds, time_budget
+    from ...budget import op_seconds, within
 
-    budget = None
-    try:
-        with time_budget(op_seconds()) as budget, warnings.catch_warnings():
+    def run():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's, never the user's
             return audit_op(op, views, printer=printer, level=level, regimes=regimes)
-    except BudgetExceeded as e:
-        if e.budget is not budget:
-            raise  # the build's budget ran out: the build reports it
-        return Audit(op.name, op.dtype, skipped=OUT_OF_TIME)
+
+    done, result = within(op_seconds(), run)
+    return result if done else Audit(op.name, op.dtype, skipped=OUT_OF_TIME)
