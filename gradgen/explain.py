@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from .derive.regimes import MORE_ACCURATE
 from .pipeline import derive_op
 from .errors import UsageError
 from .pinned import latex
@@ -97,14 +98,12 @@ def _text(op, where, audit=None, note=None) -> str:
         lines.append(f"  {note}")
     lines.append(f"  forward ({op.dtype}):")
     lines += [f"    {t}" for t in op.forward_text]
-    lines += [f"    {t}: the accuracy audit found it more accurate there"
-              for t in op.value_regimes]
+    lines += [f"    {t}: {MORE_ACCURATE}" for t in op.value_regimes]
     lines.append("  partial derivatives:")
     for p in op.partials:
         lines.append(f"    d({p.output})/d({p.wrt}) = {p.formula}")
         lines += [f"      {point}" for point in p.limits]
-        lines += [f"      {p.regime}: the accuracy audit found it more accurate there"
-                  ] if p.regime else []
+        lines += [f"      {p.regime}: {MORE_ACCURATE}"] if p.regime else []
     if not op.partials:
         lines.append("    none")
     if op.vjp_text:
@@ -178,16 +177,14 @@ def _markdown(op, where, audit=None, note=None) -> str:
     lines += [f"Spec: {markdown_text(str(where))}; dtype `{op.dtype}`.", "", "**Forward**",
               ""]
     lines += [f"- $\\mathrm{{{_tex_name(n)}}} = {_latex(e)}$" for n, e in op.forward_exprs]
-    lines += [f"  - {markdown_text(t)}: the accuracy audit found it more accurate there"
-              for t in op.value_regimes]
+    lines += [f"  - {markdown_text(t)}: {MORE_ACCURATE}" for t in op.value_regimes]
     lines += ["", "**Partial derivatives**", ""]
     for p in op.partials:
         lines.append(
             f"- $\\dfrac{{\\partial\\,\\mathrm{{{_tex_name(p.output)}}}}}"
             f"{{\\partial\\,\\mathrm{{{_tex_name(p.wrt)}}}}} = {_latex(p.expr)}$"
         )
-        lines += [f"  - {markdown_text(p.regime)}: the accuracy audit found it more "
-                  "accurate there"] if p.regime else []
+        lines += [f"  - {markdown_text(p.regime)}: {MORE_ACCURATE}"] if p.regime else []
     if not op.partials:
         lines.append("- none")
     if op.vjp_text:

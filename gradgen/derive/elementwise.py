@@ -19,7 +19,7 @@ from .. import shapes as sh
 from ..stability import guards
 from .context import Derivation
 from .cotangents import Contribution, Cotangents
-from .regimes import branched, regime_text
+from .regimes import branched, regime_comment, regime_text
 from .stabilize import finalize, simplify_partial
 from .text import shorten, spec_str
 
@@ -135,8 +135,7 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         comments = () if p.is_number or p.is_Symbol else (
             shorten(f"{label} = {show(p)}  ({key_text})"),)
         if regime is not None:
-            comments += (f"{regime.describe()}: the accuracy audit found it more accurate "
-                         "there",)
+            comments += (regime_comment(regime),)
         state.add(v, Contribution(term, shape, comments))
 
 

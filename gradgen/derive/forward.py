@@ -17,7 +17,7 @@ from ..graph import TensorNode
 from ..stability import guards
 from .context import Derivation
 from .lower import Lowered
-from .regimes import branched, of_output
+from .regimes import branched, of_output, regime_comment
 from .stabilize import finalize
 from .text import describe_node
 
@@ -93,8 +93,7 @@ def forward_values(d: Derivation, lowered: Lowered) -> list:
         comments = (d.key(o.key),)
         if regime is not None:
             value = branched(d, regime, value)
-            comments += (f"{regime.describe()}: the accuracy audit found it more accurate "
-                         "there",)
+            comments += (regime_comment(regime),)
         value = as_written(d, value, o.term.shape, o.term.leaves)
         values.append((lowered.out_locals[o.name], value, comments))
     return values
