@@ -78,21 +78,33 @@ def _lennard_jones_vjp(r, sigma, eps):
     sigma_over_r_sq = sigma_over_r * sigma_over_r
     sigma_over_r_sq_sq = sigma_over_r_sq * sigma_over_r_sq
     s6 = sigma_over_r_sq * sigma_over_r_sq_sq
-    t = s6 * (s6 - 1.0)
-    t_1 = tf.math.multiply_no_nan(s6, eps)
+    t = eps * s6
+    t_1 = s6 - 1.0
+    t_2 = tf.math.multiply_no_nan(s6, eps)
     # lennard_jones.output
-    out = tf.where(mask, eps * t * 4.0, tf.math.multiply_no_nan(4.0 * s6 - 4.0, t_1))
+    out = tf.where(mask, t * t_1 * 4.0, 4.0 * tf.math.multiply_no_nan(t_1, t_2))
 
     def grad(upstream):
-        t_2 = 2.0 * s6 - 1.0
-        t_3 = eps / r
-        t_4 = 48.0 * s6 - 24.0
+        inv_r = 1.0 / r
+        t_3 = 2.0 * s6 - 1.0
+        t_4 = -t_3
+        t_5 = eps * eps - 1.0
         # d(out)/d(r) = 24*eps*(1 - 2*(sigma/r)**6)*(sigma/r)**6/r
         #     (lennard_jones.output)
         grad_r = upstream * tf.where(
-            mask, -s6 * t_2 * t_3 * 24.0, tf.math.multiply_no_nan(-t_4, (t_1 / r))
+            mask,
+            inv_r * t * t_4 * 24.0,
+            24.0
+            * tf.math.multiply_no_nan(
+                t_4,
+                tf.where(
+                    t_5 * (s6 * s6 - 1.0) > 0.0,
+                    tf.math.multiply_no_nan((s6 / r), eps),
+                    (t_2 / r),
+                ),
+            ),
         )
-        t_5 = sigma_over_r * sigma_over_r_sq_sq
+        t_6 = sigma_over_r * sigma_over_r_sq_sq
         # d(out)/d(sigma) = 24*eps*(2*(sigma/r)**6 - 1)*(sigma/r)**5/r
         #     (lennard_jones.output)
         #   unbroadcast [] from [n, n]: sum leading axes [0, 1] (rank extension)
@@ -100,14 +112,22 @@ def _lennard_jones_vjp(r, sigma, eps):
             upstream
             * tf.where(
                 mask,
-                t_2 * t_3 * t_5 * 24.0,
-                tf.math.multiply_no_nan(t_4, (tf.math.multiply_no_nan(t_5, eps) / r)),
+                eps * inv_r * t_3 * t_6 * 24.0,
+                24.0
+                * tf.math.multiply_no_nan(
+                    t_3,
+                    tf.where(
+                        t_5 * (t_6 * t_6 - 1.0) > 0.0,
+                        tf.math.multiply_no_nan((t_6 / r), eps),
+                        (tf.math.multiply_no_nan(t_6, eps) / r),
+                    ),
+                ),
             ),
             axis=[0, 1],
         )
         # d(out)/d(eps) = 4*(s6 - 1)*(sigma/r)**6  (lennard_jones.output)
         #   unbroadcast [] from [n, n]: sum leading axes [0, 1] (rank extension)
-        grad_eps = tf.reduce_sum(t * upstream * 4.0, axis=[0, 1])
+        grad_eps = tf.reduce_sum(s6 * t_1 * upstream * 4.0, axis=[0, 1])
         return grad_r, grad_sigma, grad_eps
 
     # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above

@@ -1569,7 +1569,15 @@ ZERO_FACTORS = [
     # Lennard-Jones: 4*eps*s*(s - 1), s = (sigma/r)**6
     (4 * y * (d / r)**6 * ((d / r)**6 - 1), sympy.Piecewise(
         (4 * y * (d / r)**6 * ((d / r)**6 - 1), sympy.Eq(r, 0)),
-        (mul_no_nan(4 * (d / r)**6 - 4, mul_no_nan((d / r)**6, y)), True))),
+        (4 * mul_no_nan((d / r)**6 - 1, mul_no_nan((d / r)**6, y)), True))),
+    # its slope, y*d**6/r**7: the powers meet y first where they straddle 1, else the
+    # leftover division first
+    (y * d**6 / r**7, sympy.Piecewise(
+        (y * d**6 / r**7, sympy.Eq(r, 0)),
+        (sympy.Piecewise(
+            (mul_no_nan(Ratio((d / r)**6, r), y),
+             (Square((d / r)**6) - 1) * (Square(y) - 1) > 0),
+            (Ratio(mul_no_nan((d / r)**6, y), r), True)), True))),
 ]
 NO_ZERO_FACTORS = [
     y * d / r,  # a pole alone does not overflow where the inputs are normal
@@ -1586,6 +1594,15 @@ NO_ZERO_FACTORS = [
 def test_zero_factors(expr, want):
     got, used = guards.zero_factors(expr, {x, y, d, r})
     assert used == ("zero_factor",) and got == want
+
+
+def test_zero_factors_multiply_upstreams_last():
+    """A derived order's upstream gradient is never part of the zero factor: it meets
+    the guarded product last (u * eps first overflowed at eps = 3.4e38)."""
+    u = sympy.Symbol("u", real=True)
+    got, used = guards.zero_factors(u * y * x**3 * sympy.exp(x), {x, y, u}, {u})
+    assert used == ("zero_factor",)
+    assert got == u * mul_no_nan(sympy.exp(x), mul_no_nan(x**3, y))
 
 
 @pytest.mark.parametrize("expr", NO_ZERO_FACTORS, ids=str)
@@ -1777,6 +1794,14 @@ def test_products_hold_where_autodiff_of_the_form_as_written_does(tf, build):
     np.testing.assert_allclose(run(module.common, 1e-30, 3e38, 3e38)[0], 6e8, rtol=1e-6)
     _, gr, gs, _ = run(module.lj, 3e38, 3e38, 3e38)
     np.testing.assert_allclose([gr, gs], [-24.0, 24.0], rtol=1e-5)
+    # eps * (s/r)**6 overflows where the slope is finite (s/r = -46, eps = 1.2e37):
+    # the powers meet the division first there; 48 * (s/r)**6 overflows at s/r = 2e6
+    # (the constant multiplies last)
+    for point in [(-1.05078e23, 4.8238e24, 1.15553e37), (-2.57453e28, 5.78365e34, 3.15508e-18)]:
+        r_, s_, e_ = (mpmath.mpf(float(np.float32(v))) for v in point)
+        exact = float(24 * e_ * (1 - 2 * (s_ / r_)**6) * (s_ / r_)**6 / r_)
+        np.testing.assert_allclose(run(module.lj, *map(float, (r_, s_, e_)))[1], exact,
+                                   rtol=1e-5)
     assert run(module.quotient, 0.0, 1e-20)[2] == 0.0
     _, _, gy = run(module.ratio, 0.0, 1e-10)
     assert gy == 0.0

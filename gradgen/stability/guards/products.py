@@ -26,7 +26,8 @@ import sympy
 from sympy import S
 
 from ...functions import (
-    Ratio, Recip, expm1, mul_no_nan, nan_outside, overflowed, sigmoid, squarings, xdivy,
+    Ratio, Recip, Square, expm1, mul_no_nan, nan_outside, overflowed, sigmoid, squarings,
+    xdivy,
 )
 from ...functions.declarations import of_class
 from ...pinned import mpmath_printer
@@ -244,7 +245,7 @@ def _in_one_input(factors, v, dtype: str):
     return mul_no_nan(r, d)
 
 
-def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
+def zero_factors(expr, inputs, last=frozenset()) -> tuple[sympy.Basic, tuple[str, ...]]:
     """``a * P * Q`` -> ``mul_no_nan(Q, mul_no_nan(P, a))`` where ``a`` is the product
     of the factors that are inputs of the op and that the rest does not otherwise hold
     (``depth``, not ``width``, in ``depth * width * exp(-width * t)``), ``P`` the powers
@@ -274,11 +275,20 @@ def zero_factors(expr, inputs) -> tuple[sympy.Basic, tuple[str, ...]]:
     Args:
         expr: a real elementwise value or partial, ready to print.
         inputs: the op's input symbols.
+        last: inputs that are never part of ``a`` but meet the product last, as its
+            other factors: a derived order's upstream gradients (the VJP is linear in
+            them; ``eps * upstream`` first overflowed at eps = 3.4e38 where
+            Lennard-Jones' slope is 30).
 
     Returns:
         The expression and the guard's name (``zero_factor``) where it applied.
     """
     def fix(e):
+        lasts = [f for f in e.args if f in last]
+        if lasts:
+            rest = sympy.Mul(*[f for f in e.args if f not in last])
+            guarded = fix(rest) if isinstance(rest, sympy.Mul) else None
+            return None if guarded is None else sympy.Mul(*lasts) * guarded
         free = [a for a in e.args if a not in inputs]
         scale = [f for f in e.args if f in inputs and not sympy.Mul(*free).has(f)]
         rest = sympy.Mul(*[a for a in e.args if a not in scale])
@@ -330,7 +340,9 @@ def _scaled_last(rest, a):
     ``eps*sigma**6*r**-7`` (Lennard-Jones' slope), ``eps * (sigma/r)**6`` first, then
     ``/ r``: ``(sigma/r)**6 / r`` underflows to 0 at r = sigma = 3.4e38 where the
     gradient is -24 with eps = 3.4e38, and overflows at r = 1e-38, sigma = 1e10 in
-    float64 where eps = 1e-38 brings it back."""
+    float64 where eps = 1e-38 brings it back. Where ``P`` and ``a`` lie on one side of
+    1, ``P`` meets the divisions first (:func:`_straddled`): ``eps * (sigma/r)**6``
+    overflowed at eps = 1.2e37, sigma/r = -46 in float32 where the slope is 8e35."""
     factors = sympy.Mul.make_args(rest)
     powers = [f for f in factors if isinstance(f, sympy.Pow) and not f.base.is_number]
     others = [f for f in factors if f not in powers]
@@ -342,10 +354,52 @@ def _scaled_last(rest, a):
         return mul_no_nan(rest, a)
     inner = mul_no_nan(balanced, a)
     if leftover != 1:  # divided by (not times a reciprocal, 0 in float32 at r = 3e38)
-        inner = _divided(inner, leftover.base, -int(leftover.exp))
+        inner = _straddled(balanced, a, leftover.base, -int(leftover.exp))
     if all(f.is_number for f in others):
         return sympy.Mul(*others) * inner
-    return mul_no_nan(sympy.Mul(*others), inner)
+    constant, rest = _constant_apart(others)
+    return constant * mul_no_nan(sympy.Mul(*rest), inner)
+
+
+def _constant_apart(factors) -> tuple:
+    """``(c, rest)``: the numbers of ``factors`` and the contents of their sums (``24``
+    of ``48*s - 24``) as one constant, and the other factors with each sum primitive
+    (``2*s - 1``), so that the constant multiplies last. SymPy distributes a number
+    over a sum, and ``48*s`` overflowed at s = (sigma/r)**6 = 1.2e38 in float32 where
+    Lennard-Jones' slope is 1.1e32 (eps = 3.2e-18)."""
+    constant, rest = S.One, []
+    for f in factors:
+        if f.is_number:
+            constant *= f
+        elif isinstance(f, sympy.Add):
+            content, primitive = f.as_content_primitive()
+            constant, rest = constant * content, rest + [primitive]
+        else:
+            rest.append(f)
+    return constant, rest
+
+
+def _straddled(p, a, r, k: int):
+    """``p * a / r**k`` in the order whose every intermediate lies between two of its
+    factors or beside the result: ``p * a`` first where ``|p|`` and ``|a|`` lie on
+    opposite sides of 1 (the product lies between them; the divisions then move it
+    one way, toward the result), else ``p / r ... / r`` first, then times ``a``
+    (where ``p`` and ``a`` are both large, ``p/r`` lies between ``p`` and ``1/r`` or
+    every factor is large; where both are small, likewise). So with one division
+    (``k = 1``) nothing overflows, or underflows to 0, where the result and ``1/r``
+    are finite and normal. With more, ``p / r / r`` may still leave the range where
+    ``a`` would bring it back (``(sigma/r)**6 / r**2`` at r = 4.8e-26, sigma/r =
+    -0.046, eps = 1.5e-34 in float32, a second derivative of Lennard-Jones): no fixed
+    order of four factors holds everywhere. Source: the three-factor argument of
+    :func:`_paired_across_one`. The sides are read from the squares
+    (SymPy splits ``Abs`` of a product of powers into its factors' powers, which
+    underflow where ``p`` does not); where a square overflows or underflows its side
+    is still right, and the test is NaN (inf * 0) only where ``|p|`` or ``|a|`` is 1
+    (their product first: ``(sigma/r)**6 = 1`` at r = sigma = eps = 3.4e38, where
+    ``1/r`` first is 0 in float32)."""
+    one_side = (Square(p) - 1) * (Square(a) - 1) > 0
+    return sympy.Piecewise((mul_no_nan(_divided(p, r, k), a), one_side),
+                           (_divided(mul_no_nan(p, a), r, k), True))
 
 
 def _paired_across_one(others, a):
