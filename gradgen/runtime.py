@@ -94,6 +94,8 @@ HELPERS: tuple[Helper, ...] = (
     _helper("_log_erfc", "log(erfc(x)) without the underflow of erfc", ("_erfcx",)),
     _helper("_hypot", "sqrt(t1**2 + t2**2 + ...) without overflow or underflow of the "
             "squares"),
+    _helper("_finite_or", "a product where finite, else the same from its factors' "
+            "logarithms"),
     # its general branch computes det(a) * inverse(a), with _complex_det for complex a
     _helper("_cofactor", "the cofactor matrix det(a) * inverse(a)^T, finite where a is "
             "singular", ("_complex_det",)),

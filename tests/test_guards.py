@@ -20,8 +20,8 @@ from sympy import S, And, Eq, Ne, Piecewise, Rational, oo
 
 from gradgen.expr import parse_op
 from gradgen.functions import (
-    Guard, Ratio, Recip, Square, expm1, hypot, log1p, logsumexp, mul_no_nan, nan_outside, overflowed,
-    sigmoid, softplus, xdivy, xlog1py, xlogy,
+    Guard, LogAbs, Ratio, Recip, Square, expm1, finite_or, hypot, log1p, logsumexp,
+    mul_no_nan, nan_outside, overflowed, sigmoid, softplus, xdivy, xlog1py, xlogy,
 )
 from gradgen.spec import parse_spec
 from gradgen.stability import guards
@@ -1594,6 +1594,39 @@ NO_ZERO_FACTORS = [
 def test_zero_factors(expr, want):
     got, used = guards.zero_factors(expr, {x, y, d, r})
     assert used == ("zero_factor",) and got == want
+
+
+# log_products (derived orders): a product of an exponential or a power of degree 2 or
+# more and two other factors, where it is not finite, from its factors' logarithms.
+LOG_PRODUCTS = [
+    (2 * y * d**2 * sympy.exp(x), finite_or(
+        2 * y * d**2 * sympy.exp(x),
+        2 * sympy.sign(y) * sympy.exp(x + 2 * LogAbs(d) + LogAbs(y)))),
+    # a power's sign is its base's where the power is odd; a negative power subtracts
+    (y * d**6 * x / r**3, finite_or(
+        y * d**6 * x / r**3,
+        sympy.sign(x) * sympy.sign(y) * sympy.sign(r)
+        * sympy.exp(6 * LogAbs(d) - 3 * LogAbs(r) + LogAbs(x) + LogAbs(y)))),
+    # over the terms of a product's one sum: only the term with three factors
+    (y * sympy.exp(x) * (d**2 * x + 1), y * sympy.exp(x) + finite_or(
+        d**2 * x * y * sympy.exp(x),
+        sympy.sign(x) * sympy.sign(y) * sympy.exp(x + 2 * LogAbs(d) + LogAbs(x) + LogAbs(y)))),
+]
+
+
+@pytest.mark.parametrize("expr, want", LOG_PRODUCTS, ids=str)
+def test_log_products(expr, want):
+    got, used = guards.log_products(expr)
+    assert used == ("log_product",) and got == want
+
+
+@pytest.mark.parametrize("expr", [
+    y * sympy.exp(x),  # two factors: one product, nothing meets first
+    x * y * d,  # no factor wider than its inputs
+    y * d**2 * sympy.Piecewise((x, x > 0), (0, True)),  # a 0 branch has no logarithm
+], ids=str)
+def test_log_products_leave_short_narrow_and_zero_products(expr):
+    assert guards.log_products(expr) == (expr, ())
 
 
 def test_zero_factors_multiply_upstreams_last():

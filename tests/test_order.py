@@ -13,6 +13,7 @@ import re
 import mpmath
 import numpy as np
 import pytest
+import sympy
 
 from tfmodes import second_partials
 
@@ -69,6 +70,14 @@ ops:
     dtype: float64
     inputs: {r: [null], sigma: [], eps: []}
     output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
+  - name: lj32
+    dtype: float32
+    inputs: {r: [null], sigma: [null], eps: [null]}
+    output: 4 * eps * ((sigma / r)**12 - (sigma / r)**6)
+  - name: morse32
+    dtype: float32
+    inputs: {r: [null], r0: [null], depth: [null], width: [null]}
+    output: depth * (1 - exp(-width * (r - r0)))**2
   - name: pow15
     inputs: {x: [null]}
     output: x**1.5
@@ -260,6 +269,43 @@ def test_lennard_jones_second_derivatives_with_its_scales(tf, orders):
         want_mixed = float(sum(4 * (-12 * q**-13 + 6 * q**-7) for q in v))
     np.testing.assert_allclose(second.numpy(), want2, rtol=1e-12)
     np.testing.assert_allclose(mixed.numpy(), want_mixed, rtol=1e-12)
+
+
+# (op, exact forward, points) where a second partial was NaN or inf in float32 and the
+# exact one is finite: factors of wide range multiplied before the one that brings the
+# product back (Lennard-Jones' (sigma/r)**6 / r**2 at r = 4.8e-26; Morse's width**2
+# beside an exp(-u) that underflows; eps * upstream at eps = 3.4e38)
+_R, _S, _E, _R0, _W = sympy.symbols("r s e r0 w", real=True)
+WIDE_PRODUCTS = [
+    ("lj32", 4 * _E * ((_S / _R)**12 - (_S / _R)**6), (_R, _S, _E),
+     [(4.81256e-26, -2.2144e-27, -1.53093e-34), (-1.59581e33, 2.81406e38, -1.40464e23),
+      (3.40282e38, 3.40282e38, 3.40282e38), (0.5, 1.17549e-38, 3.40282e38)]),
+    ("morse32", _E * (1 - sympy.exp(-_W * (_R - _R0)))**2, (_R, _R0, _E, _W),
+     [(2.0, 0.5, 1.17549e-38, 3.40282e38), (1.0, 0.0, -3.40282e38, 3.40282e38),
+      (-3.40282e38, 0.0, 1.0, -1.0)]),
+]
+
+
+@pytest.mark.parametrize("name, exact, symbols, points", WIDE_PRODUCTS,
+                         ids=[w[0] for w in WIDE_PRODUCTS])
+def test_second_partials_of_wide_range_products_are_finite_where_exact_ones_are(
+        tf, orders, name, exact, symbols, points):
+    """Every second partial of Lennard-Jones and Morse in float32 at points where one was
+    NaN or inf (the derived order is the math's, guarded afresh: zero_factor's run-time
+    order and log_product); where the exact value is finite the computed one is, within
+    1e-4 relative (or 1e-30 absolute, below which float32 keeps few digits)."""
+    args = [tf.constant(np.float32(column)) for column in zip(*points)]
+    hessian = second_partials(tf, getattr(orders, name), *args)
+    for k, point in enumerate(points):
+        at = {v: sympy.Float(float(np.float32(p)), 60) for v, p in zip(symbols, point)}
+        for i, vi in enumerate(symbols):
+            for j, vj in enumerate(symbols):
+                want = float(sympy.diff(exact, vi, vj).evalf(50, subs=at))
+                got = float(hessian[i][j][k])
+                if abs(want) < 3e38:
+                    assert np.isfinite(got), (name, point, i, j, got, want)
+                    assert abs(got - want) <= 1e-4 * abs(want) + 1e-30, (
+                        name, point, i, j, got, want)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -94,6 +94,7 @@ DEFINITIONS = {
     "hypot": lambda *t: mpmath.sqrt(mpmath.fsum(v * v for v in t)),
     "Guard": lambda u, cond, safe: u if cond else safe,
     "Square": lambda x: x * x,
+    "LogAbs": lambda x: mpmath.log(abs(x)),
     "Recip": lambda x: 1 / x,
     "Ratio": lambda a, b: a / b,
     "nan_outside": lambda value, cond: value if cond else mpmath.nan,

@@ -95,9 +95,9 @@ def first_op_line(text: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if re.match(r"def [a-z]", line))
 
 
-def test_a_module_using_every_helper_reaches_its_first_op_within_44_lines():
+def test_a_module_using_every_helper_reaches_its_first_op_within_45_lines():
     # each helper costs one line (`_name = _runtime._name`), so even a module calling
-    # every declared helper (28), with math imported and a one-line docstring, stays in 44
+    # every declared helper (29), with math imported and a one-line docstring, stays in 45
     from dataclasses import replace
 
     from gradgen.formatter import format_source
@@ -114,8 +114,8 @@ def test_a_module_using_every_helper_reaches_its_first_op_within_44_lines():
     text = format_source(render_module(meta, [views]))
     assert all(f"\n{h.name} = _runtime.{h.name}\n" in text for h in runtime.HELPERS)
     assert '"""\n\nimport math\n' in text and len(text.splitlines()[2]) > 70
-    assert len(runtime.HELPERS) == 28
-    assert first_op_line(text) <= 44, text[:3000]
+    assert len(runtime.HELPERS) == 29
+    assert first_op_line(text) <= 45, text[:3000]
 
 
 def test_two_specs_in_one_folder_share_one_runtime(folder):

@@ -58,10 +58,11 @@ __all__ = ["derive", "vjp_op", "simplify_partial", "spec_str", "shorten",
            "FORMULA_MAX_CHARS", "REDUCTION_OPS"]
 
 
-def _reverse_mode(program: Program, doc: SpecDocument):
-    """Passes 1-4: ``(derivation, lowered op, forward values, backward pass)``."""
+def _reverse_mode(program: Program, doc: SpecDocument, guarded: bool = True):
+    """Passes 1-4: ``(derivation, lowered op, forward values, backward pass)``; with
+    ``guarded`` False, products in SymPy's order (:class:`Derivation`)."""
     program, used = stabilize_reductions(program)
-    d = Derivation.start(program, doc)
+    d = Derivation.start(program, doc, guarded)
     d.rules_used.update(used)
     lowered = lower.lower(d)
     lower.check_complex(d, lowered)
@@ -77,7 +78,16 @@ def vjp_op(program: Program, doc: SpecDocument) -> Program:
     Raises:
         SpecError: as :func:`derive`; or the op is complex.
     """
-    d, lowered, _, backward = _reverse_mode(program, doc)
+    return _next_order(program, doc)
+
+
+def _next_order(program: Program, doc: SpecDocument) -> Program:
+    """The VJP op of ``program`` for the next order, from a reverse pass of its own
+    whose products keep SymPy's order (no ``mul_no_nan`` orderings: the next order's
+    partials, derived from them, multiplied wide-range factors in an order of their
+    own; Lennard-Jones' second derivatives were 0 * inf = NaN at sigma = 0, eps =
+    3.4e38). The next order orders its own products."""
+    d, lowered, _, backward = _reverse_mode(program, doc, guarded=False)
     return vjp_program(d, lowered, backward)
 
 
@@ -141,7 +151,7 @@ def _derive_one(program: Program, doc: SpecDocument, with_vjp: bool):
     """``(the VJP of program as IR, the VJP as an op, or None without with_vjp)``
     (see :func:`derive`)."""
     d, lowered, forward_values, backward = _reverse_mode(program, doc)
-    vjp = vjp_program(d, lowered, backward) if with_vjp else None
+    vjp = _next_order(program, doc) if with_vjp else None
     # integer inputs compute as floats under their own local names
     floats = assemble.float_locals(d)
 

@@ -43,6 +43,10 @@ class Derivation:
         node_args: node symbol -> its operands as the forward computes them.
         diff_symbols: the symbols a gradient flows to (differentiable inputs, nodes).
         leaf_symbols: every input and node symbol.
+        guarded: False for the pass whose backward becomes the VJP op of the next
+            order (:mod:`.vjp_op`): its products keep SymPy's order, with no
+            ``mul_no_nan`` orderings or regimes, and the next order orders its own
+            (:func:`.stabilize.finalize`).
     """
 
     program: Program
@@ -57,9 +61,11 @@ class Derivation:
     node_args: dict = field(default_factory=dict)
     diff_symbols: set = field(default_factory=set)
     leaf_symbols: set = field(default_factory=set)
+    guarded: bool = True
 
     @classmethod
-    def start(cls, program: Program, doc: SpecDocument) -> "Derivation":
+    def start(cls, program: Program, doc: SpecDocument,
+              guarded: bool = True) -> "Derivation":
         """The derivation of ``program``, an op of ``doc``: its inputs', `where` names',
         outputs' (of a multi-output op) and the module's op names are taken (a local
         must not shadow another op of the same module)."""
@@ -72,6 +78,7 @@ class Derivation:
             scope=NameScope(set(user) | {op.name for op in doc.model.ops}),
             shape_of=dict(program.shape_of),
             rules=stable.COMPLEX_RULES if program.is_complex else stable.RULES,
+            guarded=guarded,
         )
 
     def key(self, key) -> str:

@@ -116,14 +116,15 @@ def elementwise_vjp(d: Derivation, state: Cotangents, expr, g, shape, out_name, 
         code = finalize(d, filled, partial=True)
         if not d.program.is_complex:
             code = _pull_sign(code)
-        if regime is not None:
+        if regime is not None and d.guarded:
             code = branched(d, regime, code)
         g_v = g
         if narrow is not None and not _covers(d, code, narrow[0], shape):
             g_v = narrow[1]()
         if d.program.is_complex:
             term = g_v * sympy.conjugate(code)
-        elif d.program.level > 1 and len(d.program.outputs) > 1 and not code.is_number:
+        elif (d.guarded and d.program.level > 1 and len(d.program.outputs) > 1
+              and not code.is_number):
             # a VJP op's outputs are the gradients of each input; a Hessian row asks for
             # one, and TensorFlow passes a 0 upstream for the others: 0 * inf = NaN where
             # this partial is infinite, as exp(a + b)'s at a = 1e4. An unasked output's

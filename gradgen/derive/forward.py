@@ -89,7 +89,7 @@ def forward_values(d: Derivation, lowered: Lowered) -> list:
         if _named_by_node(lowered, o, expr):
             continue  # the output is a node's result, already named after the output
         value = finalize(d, expr)
-        regime = of_output(d, o.name).get(None)
+        regime = of_output(d, o.name).get(None) if d.guarded else None
         comments = (d.key(o.key),)
         if regime is not None:
             value = branched(d, regime, value)

@@ -140,7 +140,10 @@ def finalize(d: Derivation, expr, partial: bool = False):
     """The printable form of a forward value or partial: kinks as Piecewise, guards
     where the formula is 0/0, inf * 0 or outside its domain, and cheaper forms whose
     extra error is bounded in the op's dtype (real ops; complex ones are returned as
-    they are). A ``partial`` first gets the zero subgradients of its kinks."""
+    they are). A ``partial`` first gets the zero subgradients of its kinks. Where
+    ``d`` is not ``guarded`` (the VJP op the next order derives), the guards that order
+    a product's factors (``log_product``, ``vanishing_product``, ``zero_factor``) are
+    left out: the next order orders its own products."""
     if d.program.is_complex:
         return expr
     dtype = d.program.dtype
@@ -152,7 +155,10 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.split_exponentials(expr, dtype))
     expr = d.applied(guards.norm_logs(expr, dtype))
     expr = d.applied(guards.guard_branches(guards.kinks_to_piecewise(expr)))
-    expr = d.applied(guards.vanishing_products(expr, dtype))
+    if d.guarded:  # (the orderings of products; derived orders multiply more factors)
+        if d.program.level > 1:
+            expr = d.applied(guards.log_products(expr))
+        expr = d.applied(guards.vanishing_products(expr, dtype))
     inputs = {v.symbol for v in d.program.inputs}
     expr = d.applied(guards.split_gaussians(expr))
     expr = d.applied(guards.split_differences(expr, inputs))
@@ -160,6 +166,7 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.paired_quotients(expr))
     expr = d.applied(guards.power_quotients(expr))
     upstreams = {v.symbol for v in d.program.inputs if v.upstream}
-    expr = d.applied(guards.zero_factors(expr, inputs, upstreams))
+    if d.guarded:
+        expr = d.applied(guards.zero_factors(expr, inputs, upstreams))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

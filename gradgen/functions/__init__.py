@@ -26,6 +26,8 @@ Definitions (as TensorFlow's ``tf.math`` functions of the same names):
     log1mexp(x) = log(1 - exp(x)), x <= 0 (no TensorFlow kernel: a runtime helper)
     nan_outside(v, cond) = v where cond holds, else NaN (keeps a written form's domain)
     overflowed(u) = whether u as computed is +-inf (a condition: tf.math.is_inf)
+    finite_or(v, s) = v where finite as computed, else s (the same value; _finite_or)
+    LogAbs(x) = log(|x|), opaque to SymPy (tf.math.log(tf.math.abs(x)))
 
 Non-smooth functions carry gradgen's subgradient conventions (README, "Kinks"):
     sign, floor, ceiling, Heaviside: derivative 0 everywhere (TensorFlow's convention
@@ -39,7 +41,9 @@ from __future__ import annotations
 
 from sympy.codegen.cfunctions import expm1, log1p
 
-from .internal import Const, Guard, Ratio, Recip, Square, nan_outside, overflowed, squarings
+from .internal import (
+    Const, Guard, LogAbs, Ratio, Recip, Square, finite_or, nan_outside, overflowed, squarings,
+)
 from .kinks import Heaviside, Max, Min, ceiling, floor, indicator, sign
 from .nan_safe import mul_no_nan, xdivy, xlog1py, xlogy
 from .registry import Function
@@ -72,6 +76,8 @@ __all__ = [
     "log1mexp",
     "nan_outside",
     "overflowed",
+    "finite_or",
+    "LogAbs",
     "erfc",
     "erfcx",
     "erfcx_recip",

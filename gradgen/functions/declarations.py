@@ -153,10 +153,12 @@ FUNCTIONS: tuple[Function, ...] = (
            None),
           (smooth.log_erfc, (1, 1), "_log_erfc", num.np_log_erfc, None),
           (smooth.hypot, (1, None), "_hypot", num.np_hypot, None),
+          (internal.finite_or, (2, 2), "_finite_or", num.np_finite_or, lambda v, s: v),
       )),
     # printed by TFPrinter._print_<Class>
     Function("Guard", INTERNAL, classes=(internal.Guard,), arity=(3, 3), numpy=num.np_guard),
     Function("Square", INTERNAL, classes=(internal.Square,), numpy=num.np_square),
+    Function("LogAbs", INTERNAL, classes=(internal.LogAbs,), numpy=num.np_log_abs),
     Function("Recip", INTERNAL, classes=(internal.Recip,), numpy=num.np_recip),
     Function("Ratio", INTERNAL, classes=(internal.Ratio,), arity=(2, 2), numpy=num.np_ratio),
     Function("nan_outside", INTERNAL, classes=(internal.nan_outside,), arity=(2, 2),

@@ -136,6 +136,41 @@ class Ratio(sympy.Function):
         return (a.is_real and b.is_real and b.is_nonzero) or None
 
 
+class LogAbs(RealUnary):
+    """``log(|x|)`` as one opaque step (SymPy would fold ``exp(u + log(|x|))`` back into
+    ``|x| * exp(u)``, the product :mod:`gradgen.stability.guards.logscale` computes
+    from logarithms because it overflows); -inf at 0."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_number and arg.is_nonzero:
+            return sympy.log(abs(arg))
+
+    def fdiff(self, argindex=1):
+        return 1 / self.args[0]
+
+    def _eval_evalf(self, prec):
+        return sympy.log(abs(self.args[0]))._eval_evalf(prec)
+
+
+class finite_or(sympy.Function):
+    """``value`` where it is finite as computed, else ``scaled`` (the runtime helper
+    ``_finite_or``): the same value by another computation, used only where the first
+    overflowed or underflowed into NaN or inf (:mod:`gradgen.stability.guards.logscale`).
+    Exactly ``value``, so its derivative is ``value``'s."""
+
+    nargs = 2
+
+    def _eval_is_real(self):
+        return self.args[0].is_real
+
+    def _eval_derivative(self, s):
+        return self.args[0].diff(s)
+
+    def _eval_evalf(self, prec):
+        return self.args[0]._eval_evalf(prec)
+
+
 class overflowed(BooleanFunction):
     """Whether ``u`` as computed is +-inf where its inputs are finite
     (``tf.math.is_inf(u)``): the condition of a form that holds only there, printed the

@@ -168,6 +168,15 @@ def np_square(x):
     return x * x
 
 
+def np_finite_or(value, scaled):
+    return np.where(np.isfinite(value), value, scaled)
+
+
+def np_log_abs(x):
+    with np.errstate(divide="ignore"):
+        return np.log(np.abs(x))
+
+
 def np_recip(x):
     return 1 / x
 

@@ -381,6 +381,9 @@ class TFPrinter(Pinned, TensorflowPrinter):
     def _print_overflowed(self, expr):
         return f"tf.math.is_inf({self._print(expr.args[0])})"
 
+    def _print_LogAbs(self, expr):
+        return f"tf.math.log(tf.math.abs({self._print(expr.args[0])}))"
+
     def _print_nan_outside(self, expr):
         value, cond = expr.args
         self.uses_math = True

@@ -33,6 +33,10 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   derivative are finite at the bound, the bound is the safe value, a clamp
   (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
   and backward expressions, so first- and second-order gradients stay finite.
+* :func:`log_products` (derived orders): a product of an exponential and two or more
+  other factors, where it is not finite as computed, from the sum of its factors'
+  logarithms (Morse's second derivative ``depth*width**2*exp(-u)*...``: inf * 0 = NaN
+  where ``width**2`` overflows and ``exp(-u)`` underflows).
 * :func:`vanishing_products`: in one input, a product of factors that decay
   exponentially and underflow to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 ± tanh(u)``,
   ``cosh(u)**-n`` of a polynomial ``u``) and a rest that grows like a polynomial that
@@ -90,6 +94,7 @@ from .exponentials import split_exponentials
 from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
+from .logscale import log_products
 from .products import split_differences, split_gaussians, vanishing_products, zero_factors
 from .norms import norm_logs, norm_quotients
 from .quotients import paired_quotients, power_quotients
@@ -112,6 +117,7 @@ __all__ = [
     "guard_branches",
     "kinks_to_piecewise",
     "limit_at_zero",
+    "log_products",
     "paired_quotients",
     "power_quotients",
     "norm_quotients",

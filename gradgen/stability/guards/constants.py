@@ -65,6 +65,9 @@ GUARDS = {
     "measured it more accurate than the stable form, the stable form elsewhere (Herbie's "
     "regime inference)",
     "double_where": "where() branches evaluated at safe inputs where not selected",
+    "log_product": "p = c * exp(u) * f * g... as sign(p) * exp(u + log|f| + log|g| + ...) "
+    "where p as computed is not finite (derived orders: its factors overflow and "
+    "underflow before they meet)",
     "vanishing_product": "mul_no_nan(R, D): 0 where a decaying factor D underflows to "
     "0 and the polynomial R overflows (0 * inf, exactly 0)",
 }
