@@ -333,28 +333,25 @@ def _minimum3_vjp(x, y, z):
 
     def grad(upstream):
         mask = tf.math.equal(x, out)
-        t = tf.cast(mask, tf.float32)
         mask_1 = tf.math.equal(y, out)
         mask_2 = tf.math.equal(z, out)
+        mask_3 = tf.math.logical_or(tf.math.logical_or(mask, mask_1), mask_2)
+        t = tf.cast(mask, tf.float32)
         t_1 = tf.cast(mask_1, tf.float32)
         t_2 = tf.cast(mask_2, tf.float32)
-        t_3 = upstream * tf.where(
-            tf.math.logical_or(tf.math.logical_or(mask, mask_1), mask_2),
-            1.0 / (t + t_1 + t_2),
-            0.0,
-        )
+        t_3 = t + t_1 + t_2
         # d(out)/d(x) = [x == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
         #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_x = _unbroadcast(t * t_3, x)
+        grad_x = _unbroadcast(upstream * tf.where(mask_3, (t / t_3), 0.0), x)
         # d(out)/d(y) = [y == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
         #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_y = _unbroadcast(t_1 * t_3, y)
+        grad_y = _unbroadcast(upstream * tf.where(mask_3, (t_1 / t_3), 0.0), y)
         # d(out)/d(z) = [z == Min(x, y, z)]/([x == Min(x, y, z)] + [y == Min(x, y, z)] +
         #     [z == Min(x, y, z)])  (minimum3.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
-        grad_z = _unbroadcast(t_2 * t_3, z)
+        grad_z = _unbroadcast(upstream * tf.where(mask_3, (t_2 / t_3), 0.0), z)
         return grad_x, grad_y, grad_z
 
     # forward mode (ForwardAccumulator) takes its JVP from the VJP, not from the code above

@@ -86,9 +86,10 @@ def test_zero_subgradients_norm_factor():
     point = {x: Rational(3, 7), y: Rational(-2, 5)}
     assert (out.subs(point).replace(Ratio, lambda a, b: a / b) - (x / s).subs(point)) == 0
     assert out.subs({x: 0, y: 0}) == 0
-    # a factor that is not a component keeps the reciprocal
+    # a factor that is not a component is divided by s as a ratio too (norm_quotient
+    # computes it with the norm where s underflows), 0 only at the origin
     out, _ = guards.zero_subgradients(sympy.sin(x) / s)
-    assert out == sympy.sin(x) * Piecewise((1 / s, Ne(s, 0)), (0, True))
+    assert out == Piecewise((Ratio(sympy.sin(x), s), nonzero), (0, True))
 
 
 # ------------------------------------------------------------ guard_branches
@@ -1793,6 +1794,29 @@ def test_a_derived_fill_has_the_formulas_taylor_polynomial_beside_it():
     code = guards.polynomials_beside(d, found, "float32")
     (_, (polynomial, near), _) = code.args
     assert near.subs(x, 0.99) and near.subs(x, 1.01) and not near.subs(x, 1.5)
+
+
+def test_quotients_by_an_underflowing_sum_of_squares_use_the_norm(tf, build):
+    """x**2 + y**2 (+ z**2) underflows to 0 where a quotient by it is finite (float32):
+    the partial of x/(x**2 + y**2) in x, (1 - 2*x*(x/s))/s, was 0 at x = 1.05e-19
+    (norm_zero's fill took the underflow for the origin; exact -9.1e37), and the value
+    1/(x**2 + y**2 + z**2) was inf at (0, 0, 1e-19) (exact 1e38). Both are now divided
+    by the norm twice out of range; the origin keeps its subgradient 0."""
+    module = build(
+        "version: 1\nmodule: underflow\nops:\n"
+        "  - name: unit\n    inputs: {x: [null], y: [null]}\n    output: x / (x**2 + y**2)\n"
+        "  - name: inv3\n    inputs: {x: [null], y: [null], z: [null]}\n"
+        "    output: 1 / (x**2 + y**2 + z**2)\n", audit=False)
+    x = tf.constant([1.05e-19, 0.0, 0.5], tf.float32)
+    y = tf.constant([0.0, 0.0, 2.0], tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = module.unit(x, y)
+    exact = [-1 / float(np.float32(1.05e-19))**2, 0.0, (4 - 0.25) / (0.25 + 4)**2]
+    np.testing.assert_allclose(tape.gradient(value, x).numpy(), exact, rtol=1e-5)
+    z = tf.constant([1e-19, 3.0], tf.float32)
+    got = module.inv3(tf.constant([0.0, 1.0]), tf.constant([0.0, 2.0]), z).numpy()
+    np.testing.assert_allclose(got, [1 / float(np.float32(1e-19))**2, 1 / 14], rtol=1e-5)
 
 
 def test_products_hold_where_autodiff_of_the_form_as_written_does(tf, build):

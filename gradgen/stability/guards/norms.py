@@ -173,8 +173,23 @@ def norm_quotients(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple[str
         The expression and ``("norm_quotient",)`` where it changed, else ``()``.
     """
     expr, used = each_product(expr, lambda e: _beyond_squares(e, dtype), "norm_quotient")
+    expr = _bare_reciprocals(expr)
     expr, ratios = each_node(expr, lambda e: _norm_ratio(e, dtype), "norm_quotient", Ratio)
     return expr, used or ratios
+
+
+def _bare_reciprocals(e):
+    """``e`` with each ``1/q`` that is no factor of a product, ``q`` a sum of squares of
+    two or more roots and no number, as ``Ratio(1, q)`` (:func:`_norm_ratio` computes it
+    with the norm out of range: ``1/(x**2 + y**2 + z**2)`` was inf at (0, 0, 1e-19) in
+    float32, where the sum underflows and the value is 1e38). Products are left to
+    :func:`_beyond_squares`."""
+    if isinstance(e, sympy.Pow) and e.exp == -1 and _roots_norm(e.base) is not None:
+        return Ratio(sympy.S.One, e.base)
+    if isinstance(e, sympy.Mul) or not e.args or isinstance(e, sympy.Pow):
+        return e
+    args = tuple(_bare_reciprocals(a) for a in e.args)
+    return e if args == e.args else e.func(*args)
 
 
 def _norm_log(e, dtype):

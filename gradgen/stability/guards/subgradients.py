@@ -110,7 +110,8 @@ def _unit_components(e, known, excluded, used):
     = 1e10 in float32: 1/s**2 = 1e-40 is subnormal, and the result had the wrong
     sign); and ``x*y*s**-2`` as ``(x/s)*(y/s)``, one component per power (the
     derivative of ``x/(x**2 + y**2)`` in y was 0 * inf = NaN at x = 0, y = 1e-10 in
-    float32, where ``(1/s)**2`` overflows)."""
+    float32, where ``(1/s)**2`` overflows). A product ``A * s**-1`` with no component
+    of ``s``, a sum, is ``Ratio(A, s)``, 0 only where every root of ``s`` is 0."""
     factors = list(e.args)
     for f in factors:
         if not (isinstance(f, sympy.Pow) and f.exp.is_Integer and f.exp < 0
@@ -130,7 +131,15 @@ def _unit_components(e, known, excluded, used):
             if len(ratios) == -f.exp:
                 break
         if not ratios:
-            continue
+            if f.exp != -1 or not isinstance(f.base, sympy.Add) or not rest:
+                continue
+            # no component: the rest over s as a Ratio, which norm_quotients computes
+            # with the norm out of range ((1 - 2*x*(x/s))/s, the derivative of x/s in
+            # x, was 0 at x = 1.05e-19, y = 0 in float32, where s underflows to 0 and
+            # the exact value is -9e37)
+            used.add("norm_zero")
+            return sympy.Piecewise((Ratio(sympy.Mul(*rest), f.base), _nonzero(f.base)),
+                                   (0, True))
         used.add("norm_zero")
         left = f.base ** (f.exp + len(ratios))
         unit = sympy.Piecewise((sympy.Mul(*ratios) * left, _nonzero(f.base)), (0, True))
