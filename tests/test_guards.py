@@ -980,6 +980,8 @@ VANISHING = [
     (x**2 * tanh(x), x**2 * tanh(x)),
     (x**2 * (2 - tanh(x)), x**2 * (2 - tanh(x))),
     (3 * exp(-x), 3 * exp(-x)),
+    # polynomials in 1/x: exp(-1/x**2)'s slope, 0 * inf = NaN for |x| < 5e-20 (float32)
+    (2 * exp(-1 / x**2) / x**3, mul_no_nan(2 / x**3, exp(-1 / x**2))),
 ]
 
 
@@ -1794,6 +1796,24 @@ def test_a_derived_fill_has_the_formulas_taylor_polynomial_beside_it():
     code = guards.polynomials_beside(d, found, "float32")
     (_, (polynomial, near), _) = code.args
     assert near.subs(x, 0.99) and near.subs(x, 1.01) and not near.subs(x, 1.5)
+
+
+def test_a_flat_function_is_not_replaced_by_its_zero_taylor_polynomial(tf, build):
+    """exp(-1/x**2) is flat at 0: every Taylor coefficient is 0. Its slope was the
+    polynomial 0 for |x| < 0.2 in float32 (0.076 in float64), where it is 3.5e-9 at 0.2;
+    only x = 0 takes the limit now, and the formula holds elsewhere, 0 (not 0 * inf)
+    where exp(-1/x**2) underflows."""
+    module = build("version: 1\nmodule: flat\ndtype: [float32, float64]\nops:\n"
+                   "  - name: flat\n    inputs: {x: [null]}\n    output: exp(-1/x**2)\n",
+                   audit=False)
+    for dtype, points in ((tf.float32, [0.2, 0.15, 1e-20, 0.0]), (tf.float64, [0.07, 0.0])):
+        x = tf.constant(points, dtype)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            value = module.flat(x)
+        v = [mpmath.mpf(float(np.array(p, dtype.as_numpy_dtype))) for p in points]
+        exact = [float(2 * mpmath.exp(-1 / p**2) / p**3) if p else 0.0 for p in v]
+        np.testing.assert_allclose(tape.gradient(value, x).numpy(), exact, rtol=1e-5)
 
 
 def test_quotients_by_an_underflowing_sum_of_squares_use_the_norm(tf, build):

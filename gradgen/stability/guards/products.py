@@ -229,7 +229,23 @@ def vanishing_products(expr, dtype: str = "float32") -> tuple[sympy.Basic, tuple
 def _in_one_input(factors, v, dtype: str):
     """``mul_no_nan(R, D)`` for the product of ``factors`` (numbers and functions of
     ``v`` alone), split into the decaying ``D`` and the rest ``R``, where
-    :func:`vanishing_products` applies; else None."""
+    :func:`vanishing_products` applies in ``v``, or in ``w = 1/v`` (``u`` and ``R``
+    polynomials in ``1/v``: ``exp(-1/x**2)``'s slope ``2*x**-3*exp(-x**-2)`` was 0 * inf
+    = NaN for |x| < 5e-20 in float32, where the exact value is 0); else None."""
+    found = _decaying_times_rest(factors, v, dtype)
+    if found is not None:
+        return found
+    w = sympy.Dummy("w", positive=True)
+    inverted = [f.subs(v, 1 / w) for f in factors]
+    if _decaying_times_rest(inverted, w, dtype) is None:
+        return None
+    decaying = [f for f in factors if _decay_argument(f) is not None]
+    rest = [f for f in factors if _decay_argument(f) is None]
+    return mul_no_nan(sympy.Mul(*rest), sympy.Mul(*decaying))
+
+
+def _decaying_times_rest(factors, v, dtype: str):
+    """:func:`_in_one_input` in ``v`` itself."""
     decaying = [f for f in factors if _decay_argument(f) is not None]
     rest = [f for f in factors if _decay_argument(f) is None]
     if not decaying or not rest:

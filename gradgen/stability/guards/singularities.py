@@ -228,7 +228,12 @@ def _fill(run: _Run, part, v):
     polynomial = taylor_polynomial(part, v, run.degree)
     if polynomial is None:
         return None
-    plan = taylor_plan(part, v, run.degree, run.dtype, polynomial)
+    # a polynomial that is 0 has no relative accuracy where the part is not: a flat
+    # part (2*exp(-1/x**2)/x**3, exp(-1/x**2)'s slope, was 0 for |x| < 0.2 in float32
+    # where it is 3.5e-9 at 0.2) or one of higher order than the degree; only v = 0
+    # is filled, the formula is used elsewhere
+    plan = None if polynomial == 0 else taylor_plan(part, v, run.degree, run.dtype,
+                                                    polynomial)
     if plan is None and isinstance(part, sympy.Mul):
         grouped = _pole_times_sum(run, part, v)
         if grouped is not None:
