@@ -33,10 +33,11 @@ or a partial derivative after :mod:`gradgen.stability`). Guarantees, for each fu
   derivative are finite at the bound, the bound is the safe value, a clamp
   (``x <= 0`` -> ``minimum(x, 0)``, see :func:`clamp_of`). This is applied to forward
   and backward expressions, so first- and second-order gradients stay finite.
-* :func:`log_products` (derived orders): a product of an exponential and two or more
-  other factors, where it is not finite as computed, from the sum of its factors'
-  logarithms (Morse's second derivative ``depth*width**2*exp(-u)*...``: inf * 0 = NaN
-  where ``width**2`` overflows and ``exp(-u)`` underflows).
+* :func:`log_products` (derived orders): a product of an exponential or an integer
+  power of degree 2 or more and two or more other factors, where it is not finite as
+  computed, from the sum of its factors' logarithms (Morse's second derivative
+  ``depth*width**2*exp(-u)*...``: inf * 0 = NaN where ``width**2`` overflows and
+  ``exp(-u)`` underflows).
 * :func:`vanishing_products`: in one input, a product of factors that decay
   exponentially and underflow to exactly 0 (``exp(u)``, ``sigmoid(u)``, ``1 ± tanh(u)``,
   ``cosh(u)**-n`` of a polynomial ``u``) and a rest that grows like a polynomial that

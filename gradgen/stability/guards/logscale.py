@@ -15,14 +15,15 @@ second derivative ``2*depth*width**2*exp(-u)*(2*exp(-u) - 1)`` is inf * 0 = NaN 
 (or 0), and Lennard-Jones' ``eps*(sigma/r)**6/r**2`` overflowed at r = 4.8e-26,
 sigma/r = -0.046, eps = 1.5e-34 in float32 (``(sigma/r)**6/r/r`` first); no fixed order
 of four factors keeps every intermediate in range. The logarithms are in range
-wherever the factors are (a factor that overflows on its own still does): ``exp``'s logarithm is its
-argument, a power's is its exponent times the base's, and ``exp`` of the sum is the
-product, 0 where it is far below the range. Where the product as computed is finite it
-is kept (the sum of logarithms loses ``|log p|`` ulps, as ``exp`` does); where a factor
-is NaN, or the product has no value (0 * inf of a 0 and a pole: ``-inf + inf``), the
-result is NaN as before. Source: the identity ``prod |f_i| = exp(sum log|f_i|)``, the
-log-domain arithmetic that log-sum-exp and SciPy's ``special`` functions (``xlogy``,
-``gammaln`` ratios) use to keep products of wide-range factors in range.
+wherever the factors are (a factor that overflows on its own still does): ``exp``'s
+logarithm is its argument, a power's is its exponent times the base's, and ``exp`` of
+the sum is the product, 0 where it is far below the range. Where the product as
+computed is finite it is kept (the sum of logarithms loses ``|log p|`` ulps, as ``exp``
+does); where a factor is NaN, or the product has no value (0 * inf of a 0 and a pole:
+``-inf + inf``), the result is NaN as before. Source: the identity ``prod |f_i| =
+exp(sum log|f_i|)``, the log-domain arithmetic that log-sum-exp and SciPy's
+``special`` functions (``xlogy``, ``gammaln`` ratios) use to keep products of
+wide-range factors in range.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import sympy
 
 from ...functions import LogAbs, finite_or
 
-# (the product's other factors that are not numbers, at least)
+# A product is guarded where it has more factors that are not numbers than this: with
+# two, nothing meets first.
 _OTHERS = 2
 
 
@@ -100,16 +102,18 @@ def _log_sign(f) -> tuple | None:
     if isinstance(f, sympy.Pow) and f.exp.is_Integer:
         found = _log_sign(f.base)
         return found and (f.exp * found[0], found[1] if f.exp % 2 else [])
-    if isinstance(f, (sympy.Mul, sympy.Piecewise)):
-        values = f.args if isinstance(f, sympy.Mul) else [v for v, _ in f.args]
-        parts = [_log_sign(v) for v in values]
+    if isinstance(f, sympy.Mul):
+        parts = [_log_sign(a) for a in f.args]
         if any(part is None for part in parts):
             return None
-        if isinstance(f, sympy.Mul):
-            return sympy.Add(*(log for log, _ in parts)), [s for _, ss in parts for s in ss]
-        conds = [c for _, c in f.args]
-        return (sympy.Piecewise(*((log, c) for (log, _), c in zip(parts, conds))),
-                [sympy.Piecewise(*((sympy.Mul(*ss), c) for (_, ss), c in zip(parts, conds)))])
+        return sympy.Add(*(log for log, _ in parts)), [s for _, ss in parts for s in ss]
+    if isinstance(f, sympy.Piecewise):
+        parts = [(_log_sign(v), c) for v, c in f.args]
+        if any(part is None for part, _ in parts):
+            return None
+        log = sympy.Piecewise(*((log, c) for (log, _), c in parts))
+        sign = sympy.Piecewise(*((sympy.Mul(*signs), c) for (_, signs), c in parts))
+        return log, [sign]
     return LogAbs(f), [sympy.sign(f)]
 
 
