@@ -1798,6 +1798,24 @@ def test_a_derived_fill_has_the_formulas_taylor_polynomial_beside_it():
     assert near.subs(x, 0.99) and near.subs(x, 1.01) and not near.subs(x, 1.5)
 
 
+def test_x_over_sinh_has_a_finite_slope_where_sinh_overflows(tf, build):
+    """x/sinh(x)'s slope (1 - x*cosh(x)/sinh(x))/sinh(x) was NaN from x = 100 in float32
+    (1/sinh(x) = 0 times cosh(x) = inf): the rule coth_ratio computes x/tanh(x)."""
+    module = build("version: 1\nmodule: xsinh\nops:\n"
+                   "  - name: xsinh\n    inputs: {x: [null]}\n    output: x/sinh(x)\n",
+                   audit=False)
+    points = [3.0, 20.0, 100.0, -700.0, 3e38]
+    x = tf.constant(points, tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = module.xsinh(x)
+    got = tape.gradient(value, x).numpy()
+    exact = [float((1 - p * mpmath.coth(p)) / mpmath.sinh(p))
+             for p in (mpmath.mpf(float(np.float32(v))) for v in points)]
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-37)
+
+
 def test_a_flat_function_is_not_replaced_by_its_zero_taylor_polynomial(tf, build):
     """exp(-1/x**2) is flat at 0: every Taylor coefficient is 0. Its slope was the
     polynomial 0 for |x| < 0.2 in float32 (0.076 in float64), where it is 3.5e-9 at 0.2;

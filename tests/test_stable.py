@@ -36,6 +36,7 @@ EXAMPLES = {
     "log_cosh": (log(cosh(x - y)), logcosh(x - y)),
     "log_asinh": (log(x + sympy.sqrt(x**2 + 1)), sympy.asinh(x)),
     "tanh_ratio": (y * sinh(x) / cosh(x), y * tanh(x)),
+    "coth_ratio": (y * cosh(x) / sinh(x), y / tanh(x)),
     "sech_squared": (2 - 2 * tanh(x - y)**2, 2 * sympy.Piecewise(
         ((1 - tanh(x - y)) * (1 + tanh(x - y)), sympy.Abs(x - y) < 1),
         (cosh(x - y)**-2, True))),

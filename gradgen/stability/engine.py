@@ -71,6 +71,7 @@ ORDER = (
     "log_cosh",
     "log_asinh",
     "tanh_ratio",
+    "coth_ratio",
     "sech_squared",
     "expm1",
     "log1p_expm1",

@@ -1,5 +1,5 @@
-"""Hyperbolic functions: log(cosh), asinh written as a logarithm, sinh/cosh, tanh's
-derivative sech**2.
+"""Hyperbolic functions: log(cosh), asinh written as a logarithm, sinh/cosh and
+cosh/sinh, tanh's derivative sech**2.
 
 Each rule is a :class:`~gradgen.stability.rule.Rule`; :data:`RULES` lists this family's
 rules in the order the engine tries them.
@@ -80,6 +80,23 @@ def _tanh_ratio(expr):
     return None
 
 
+def _coth_ratio(expr):
+    # cosh(u) / sinh(u)**n = sinh(u)**(1 - n) / tanh(u): no 0 * inf where both overflow
+    # (x/sinh(x)'s slope (1 - x*cosh(x)/sinh(x))/sinh(x) was NaN from x = 100 in float32)
+    if isinstance(expr, sympy.Mul):
+        factors = list(expr.args)
+        for f in factors:
+            if isinstance(f, sympy.cosh):
+                u = f.args[0]
+                for g in factors:
+                    if (isinstance(g, sympy.Pow) and g.base == sympy.sinh(u)
+                            and g.exp.is_Integer and g.exp < 0):
+                        rest = [h for h in factors if h is not f and h is not g]
+                        return sympy.Mul(sympy.tanh(u) ** -1, sympy.sinh(u) ** (g.exp + 1),
+                                         *rest)
+    return None
+
+
 # Where sech(u)**2 switches from (1 - t)*(1 + t) to (1/cosh(u))**2: measured against 50
 # digits on 800 points per interval, (1 - t)*(1 + t) is the more accurate below (at most
 # 3.4 ulps in float32 on [0.75, 1], 1.5 below 0.75; (1/cosh)**2 up to 5), and above it
@@ -125,6 +142,14 @@ RULES: tuple[Rule, ...] = (
         "two transcendentals and a division where one suffices; sinh and cosh overflow "
         "for |u| > 89 in float32 (inf / inf)",
         _tanh_ratio,
+        complex_ok=True,
+    ),
+    Rule(
+        "coth_ratio",
+        "cosh(u) / sinh(u)**n = sinh(u)**(1 - n) / tanh(u)",
+        "sinh and cosh overflow for |u| > 89 in float32: x*cosh(x)/sinh(x) is inf / inf "
+        "= NaN, or inf * 0 where 1/sinh(x) is 0 (x/sinh(x)'s slope from x = 100)",
+        _coth_ratio,
         complex_ok=True,
     ),
     Rule(
