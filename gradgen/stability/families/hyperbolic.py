@@ -64,37 +64,34 @@ def _log_asinh(expr):
     return None
 
 
-def _tanh_ratio(expr):
-    # sinh(u) / cosh(u)**n = tanh(u) / cosh(u)**(n - 1): one transcendental fewer, and
-    # no inf / inf where both overflow (sech(u)**2's derivative -2 sinh(u) / cosh(u)**3)
+def _over_power(expr, top, bottom, rewritten):
+    """``top(u) * bottom(u)**-n * rest`` as ``rewritten(u, n) * rest`` (``n`` a positive
+    integer), or None where ``expr`` is no such product."""
     if isinstance(expr, sympy.Mul):
         factors = list(expr.args)
         for f in factors:
-            if isinstance(f, sympy.sinh):
+            if isinstance(f, top):
                 u = f.args[0]
                 for g in factors:
-                    if (isinstance(g, sympy.Pow) and g.base == sympy.cosh(u)
+                    if (isinstance(g, sympy.Pow) and g.base == bottom(u)
                             and g.exp.is_Integer and g.exp < 0):
                         rest = [h for h in factors if h is not f and h is not g]
-                        return sympy.Mul(sympy.tanh(u), sympy.cosh(u) ** (g.exp + 1), *rest)
+                        return sympy.Mul(rewritten(u, -g.exp), *rest)
     return None
+
+
+def _tanh_ratio(expr):
+    # sinh(u) / cosh(u)**n = tanh(u) / cosh(u)**(n - 1): one transcendental fewer, and
+    # no inf / inf where both overflow (sech(u)**2's derivative -2 sinh(u) / cosh(u)**3)
+    return _over_power(expr, sympy.sinh, sympy.cosh,
+                       lambda u, n: sympy.tanh(u) * sympy.cosh(u) ** (1 - n))
 
 
 def _coth_ratio(expr):
     # cosh(u) / sinh(u)**n = sinh(u)**(1 - n) / tanh(u): no 0 * inf where both overflow
     # (x/sinh(x)'s slope (1 - x*cosh(x)/sinh(x))/sinh(x) was NaN from x = 100 in float32)
-    if isinstance(expr, sympy.Mul):
-        factors = list(expr.args)
-        for f in factors:
-            if isinstance(f, sympy.cosh):
-                u = f.args[0]
-                for g in factors:
-                    if (isinstance(g, sympy.Pow) and g.base == sympy.sinh(u)
-                            and g.exp.is_Integer and g.exp < 0):
-                        rest = [h for h in factors if h is not f and h is not g]
-                        return sympy.Mul(sympy.tanh(u) ** -1, sympy.sinh(u) ** (g.exp + 1),
-                                         *rest)
-    return None
+    return _over_power(expr, sympy.cosh, sympy.sinh,
+                       lambda u, n: sympy.tanh(u) ** -1 * sympy.sinh(u) ** (1 - n))
 
 
 # Where sech(u)**2 switches from (1 - t)*(1 + t) to (1/cosh(u))**2: measured against 50
