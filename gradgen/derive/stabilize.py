@@ -165,8 +165,8 @@ def finalize(d: Derivation, expr, partial: bool = False):
     expr = d.applied(guards.norm_quotients(expr, dtype))
     expr = d.applied(guards.paired_quotients(expr))
     expr = d.applied(guards.power_quotients(expr))
-    upstreams = {v.symbol for v in d.program.inputs if v.upstream}
     if d.guarded:
+        upstreams = {v.symbol for v in d.program.inputs if v.upstream}
         expr = d.applied(guards.zero_factors(expr, inputs, upstreams))
     expr = d.applied(absorbed_complements(expr, dtype))
     return d.applied(guards.exponent_logs(expr))

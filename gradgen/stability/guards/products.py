@@ -236,12 +236,8 @@ def _in_one_input(factors, v, dtype: str):
     if found is not None:
         return found
     w = sympy.Dummy("w", positive=True)
-    inverted = [f.subs(v, 1 / w) for f in factors]
-    if _decaying_times_rest(inverted, w, dtype) is None:
-        return None
-    decaying = [f for f in factors if _decay_argument(f) is not None]
-    rest = [f for f in factors if _decay_argument(f) is None]
-    return mul_no_nan(sympy.Mul(*rest), sympy.Mul(*decaying))
+    found = _decaying_times_rest([f.subs(v, 1 / w) for f in factors], w, dtype)
+    return None if found is None else found.subs(w, 1 / v)
 
 
 def _decaying_times_rest(factors, v, dtype: str):
