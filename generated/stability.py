@@ -900,16 +900,14 @@ def _norm_grad_vjp(x, y, upstream, grad_x, grad_y):
         t = _hypot(x, y)
         t_nonzero = tf.math.not_equal(t, 0.0)
         t_safe = tf.where(t_nonzero, t, 1.0)
-        t_safe_nonzero = tf.math.not_equal(t_safe, 0.0)
-        t_safe_safe = tf.where(t_safe_nonzero, t_safe, 1.0)
-        x_over_t_safe_safe = x / t_safe_safe
-        t_1 = tf.where(t_nonzero, x_over_t_safe_safe, 0.0)
+        x_over_t_safe = x / t_safe
+        t_1 = tf.where(t_nonzero, x_over_t_safe, 0.0)
         t_2 = t_1 * upstream
         # norm_grad.output: unbroadcast((upstream*where(hypot(x, y) != 0, (x/Guard(hypot(x,
         #     y), hypot(x, y) != 0, 1)), 0)), x)
         grad_x = _unbroadcast(t_2, x)
-        y_over_t_safe_safe = y / t_safe_safe
-        t_3 = tf.where(t_nonzero, y_over_t_safe_safe, 0.0)
+        y_over_t_safe = y / t_safe
+        t_3 = tf.where(t_nonzero, y_over_t_safe, 0.0)
         t_4 = t_3 * upstream
         # norm_grad.output: unbroadcast((upstream*where(hypot(x, y) != 0, (y/Guard(hypot(x,
         #     y), hypot(x, y) != 0, 1)), 0)), y)
@@ -920,51 +918,38 @@ def _norm_grad_vjp(x, y, upstream, grad_x, grad_y):
         # VJP of grad_x (unbroadcast): upstream_grad_x broadcast back
         #     (norm_grad.output)
         grad_grad_x_arg = tf.broadcast_to(upstream_grad_x, tf.shape(t_2))
-        inv_t_safe_safe = 1.0 / t_safe_safe
-        inv_t_safe = 1.0 / t_safe
-        t_5 = tf.where(t_safe_nonzero, inv_t_safe * x, 0.0)
-        # d(grad_y operand)/d(x) = upstream*where(hypot(x, y) != 0, -(y/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*Recip(Guard(hypot(x, y), hypot(x, y) != 0,
-        #     1))*Guard(x/hypot(x, y), hypot(x, y) != 0, 0), 0)  (norm_grad.output)
-        # d(grad_x operand)/d(x) = upstream*where(hypot(x, y) != 0, Recip(Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*(-(x/Guard(hypot(x, y), hypot(x, y) != 0,
-        #     1))*Guard(x/hypot(x, y), hypot(x, y) != 0, 0) + 1), 0)  (norm_grad.output)
+        t_5 = upstream * tf.where(
+            t_nonzero, ((-x_over_t_safe * y_over_t_safe) / t_safe), 0.0
+        )
+        # d(grad_y operand)/d(x) = upstream*where(hypot(x, y) != 0, ((-(x/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*(y/Guard(hypot(x, y), hypot(x, y) != 0,
+        #     1)))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
+        # d(grad_x operand)/d(x) = upstream*where(hypot(x, y) != 0, ((y/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))**2/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)
+        #     (norm_grad.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x_1 = _unbroadcast(
-            tf.math.multiply_no_nan(
-                upstream
-                * tf.where(
-                    t_nonzero, inv_t_safe_safe * (-t_5 * x_over_t_safe_safe + 1.0), 0.0
-                ),
-                grad_grad_x_arg,
-            )
+            tf.math.multiply_no_nan(t_5, grad_grad_y_arg)
             + tf.math.multiply_no_nan(
-                -upstream
-                * tf.where(t_nonzero, inv_t_safe_safe * t_5 * y_over_t_safe_safe, 0.0),
-                grad_grad_y_arg,
+                upstream
+                * tf.where(t_nonzero, (y_over_t_safe * y_over_t_safe / t_safe), 0.0),
+                grad_grad_x_arg,
             ),
             x,
         )
-        t_6 = tf.where(t_safe_nonzero, inv_t_safe * y, 0.0)
-        # d(grad_y operand)/d(y) = upstream*where(hypot(x, y) != 0, Recip(Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*(-(y/Guard(hypot(x, y), hypot(x, y) != 0,
-        #     1))*Guard(y/hypot(x, y), hypot(x, y) != 0, 0) + 1), 0)  (norm_grad.output)
-        # d(grad_x operand)/d(y) = upstream*where(hypot(x, y) != 0, -(x/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*Recip(Guard(hypot(x, y), hypot(x, y) != 0,
-        #     1))*Guard(y/hypot(x, y), hypot(x, y) != 0, 0), 0)  (norm_grad.output)
+        # d(grad_y operand)/d(y) = upstream*where(hypot(x, y) != 0, ((x/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))**2/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)
+        #     (norm_grad.output)
+        # d(grad_x operand)/d(y) = upstream*where(hypot(x, y) != 0, ((-(x/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*(y/Guard(hypot(x, y), hypot(x, y) != 0,
+        #     1)))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_y_1 = _unbroadcast(
-            tf.math.multiply_no_nan(
-                upstream
-                * tf.where(
-                    t_nonzero, inv_t_safe_safe * (-t_6 * y_over_t_safe_safe + 1.0), 0.0
-                ),
-                grad_grad_y_arg,
-            )
+            tf.math.multiply_no_nan(t_5, grad_grad_x_arg)
             + tf.math.multiply_no_nan(
-                -upstream
-                * tf.where(t_nonzero, inv_t_safe_safe * t_6 * x_over_t_safe_safe, 0.0),
-                grad_grad_x_arg,
+                upstream
+                * tf.where(t_nonzero, (x_over_t_safe * x_over_t_safe / t_safe), 0.0),
+                grad_grad_y_arg,
             ),
             y,
         )

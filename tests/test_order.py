@@ -37,6 +37,13 @@ ops:
   - name: norm
     inputs: {x: [null], y: [null]}
     output: sqrt(x**2 + y**2)
+  - name: inv_norm
+    inputs: {x: [null], y: [null]}
+    output: 1/sqrt(x**2 + y**2)
+  - name: angle
+    dtype: float32
+    inputs: {x: [null], y: [null]}
+    output: atan2(y, x)
   - name: masked_log
     inputs: {x: [null], a: [null]}
     output: where(x >= 0, a*log(x), 0)
@@ -227,6 +234,43 @@ def test_the_hessian_of_a_norm_near_the_origin_is_finite(tf, orders):
     np.testing.assert_allclose(dxx[:2], yy**2 / h**3, rtol=1e-6)
     np.testing.assert_allclose(dxy[:2], -xx * yy / h**3, rtol=1e-6)
     assert np.all(np.isfinite(dxx)) and np.all(np.isfinite(dxy))
+
+
+@pytest.mark.parametrize("dtype, y", [("float32", 1e-3), ("float64", 1e-10)])
+def test_the_hessian_of_a_norm_holds_where_one_component_dominates(tf, orders, dtype, y):
+    """d2/dx2 sqrt(x**2 + y**2) = y**2/h**3 at x = 1: computed as ``(y/h)**2/h``
+    (Pythagoras), not ``(1 - (x/h)**2)/h``, which cancels (4.6% off at y = 1e-3 in
+    float32; 0 at y = 1e-10 in float64, where the exact value is 1e-20)."""
+    x, y = tf.constant([1.0, -1.0], dtype), tf.constant([y, y], dtype)
+    (dxx, dxy), (_, dyy) = second_partials(tf, orders.norm, x, y)
+    with mpmath.workdps(50):
+        h = mpmath.hypot(1, mpmath.mpf(float(y[0])))
+        want = [float(y[0].numpy()) ** 2 / h**3, -float(y[0].numpy()) / h**3, 1 / h**3]
+    for got, exact in zip((dxx, dxy, dyy), want):
+        np.testing.assert_allclose(abs(got), abs(float(exact)), rtol=4 * np.finfo(dtype).eps)
+
+
+def test_an_inverse_norm_and_an_angle_divide_by_the_norm_in_turn(tf, orders):
+    """``-x/h**3`` (d/dx of 1/sqrt(x**2 + y**2)) as ``((x/h)/h)/h``: ``(x/h)*(1/h)**2``
+    was inf at x = -8e-31, y = -2.45e-22 in float32, where the value is 5.4e34; and
+    atan2's second derivatives as ``(...)/h/h`` with the difference of squares
+    factored: its mixed partial ``(x**2 - y**2)/h**4`` was inf (then NaN) at x = y =
+    1.2e-38, where it is 0, and d2/dx2 = 2xy/h**4 inf at x = -1.7e-22, y = 5.6e-35
+    (exact -3.3e31)."""
+    x = tf.constant([-7.9613e-31], tf.float32)
+    y = tf.constant([-2.45058e-22], tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = orders.inv_norm(x, y)
+    exact = -float(x[0]) / np.hypot(float(x[0]), float(y[0])) ** 3
+    np.testing.assert_allclose(tape.gradient(value, x).numpy(), [exact], rtol=1e-5)
+    tiny = float(np.finfo(np.float32).tiny)
+    x = tf.constant([tiny, -1.71982e-22], tf.float32)
+    y = tf.constant([tiny, 5.6369e-35], tf.float32)
+    (dxx, dxy), _ = second_partials(tf, orders.angle, x, y)
+    assert dxy[0] == 0
+    xx, yy = (float(v) for v in (x[1], y[1]))
+    np.testing.assert_allclose(dxx[1], 2 * xx * yy / np.hypot(xx, yy) ** 4, rtol=1e-5)
 
 
 def test_masked_branches_contribute_exactly_zero_at_second_order(tf, orders):

@@ -141,9 +141,13 @@ def _unit_components(e, known, excluded, used):
             return sympy.Piecewise((Ratio(sympy.Mul(*rest), f.base), _nonzero(f.base)),
                                    (0, True))
         used.add("norm_zero")
-        left = f.base ** (f.exp + len(ratios))
-        unit = sympy.Piecewise((sympy.Mul(*ratios) * left, _nonzero(f.base)), (0, True))
-        return sympy.Mul(unit, *rest)
+        # the powers left divided one at a time: x*h**-3 as ((x/h)/h)/h, never beyond
+        # the value in range ((x/h)*(1/h)**2 was inf at x = 8e-31, y = 2.5e-22 in
+        # float32, where (1/h)**2 overflows and the value is 5.4e34)
+        unit = sympy.Mul(*ratios)
+        for _ in range(-int(f.exp) - len(ratios)):
+            unit = Ratio(unit, f.base)
+        return sympy.Mul(sympy.Piecewise((unit, _nonzero(f.base)), (0, True)), *rest)
     return e
 
 
