@@ -1672,6 +1672,32 @@ def test_split_gaussians_give_each_factor_of_the_power_its_share():
         assert guards.split_gaussians(other) == (other, ())
 
 
+def test_a_scaled_gaussian_weighs_the_ratio_and_is_zero_where_its_exponential_is(tf, build):
+    """exp(-x**2/(2*s**2))'s partials divide by s in turn: x**2*s**-3*exp(...) (in s)
+    as mul_no_nan(1/s, ((x/s)*exp(-(x/s)**2/4))**2), -x*s**-2*exp(...) (in x) as
+    mul_no_nan(1/s, (x/s)*exp(-(x/s)**2/2)). Both were NaN or inf at x = s = 1.2e-38 in
+    float32 (1/s**2 overflows; exact -+5.2e37: 47 and 71 of 182 audit points) and NaN
+    at s = 0, x != 0 (inf * 0; the limit is 0)."""
+    s = sympy.Symbol("s", real=True)
+    got, used = guards.split_gaussians(x**2 * s**-3 * sympy.exp(-x**2 * s**-2 / 2))
+    assert used == ("split_gaussian",)
+    ratio = Ratio(x, s)
+    assert got == mul_no_nan(s**-1, Square(mul_no_nan(ratio, sympy.exp(-ratio**2 / 4))))
+    got, _ = guards.split_gaussians(-x * s**-2 * sympy.exp(-x**2 * s**-2 / 2))
+    assert got == mul_no_nan(-s**-1, mul_no_nan(ratio, sympy.exp(-ratio**2 / 2)))
+    module = build("version: 1\nmodule: scaled_gauss\nops:\n  - name: g\n"
+                   "    inputs: {x: [null], s: [null]}\n    output: exp(-x**2/(2*s**2))\n")
+    tiny = float(np.finfo(np.float32).tiny)
+    xs, ss = tf.constant([tiny, 2.0], tf.float32), tf.constant([tiny, 0.0], tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch([xs, ss])
+        value = module.g(xs, ss)
+    dx, ds = (g.numpy() for g in tape.gradient(value, [xs, ss]))
+    edge = float(np.exp(-0.5) / np.float64(tiny))  # at x = s: -+exp(-1/2)/s
+    np.testing.assert_allclose([dx[0], ds[0]], [-edge, edge], rtol=1e-5)
+    assert dx[1] == 0 and ds[1] == 0
+
+
 def test_potentials_are_finite_where_products_and_differences_overflow(tf, build):
     """Lennard-Jones and Morse where an intermediate overflows but the value does not:
     4*eps*(s**2 - s) is computed as (eps*s)*(4*s - 4) with eps = 0 a zero factor (was

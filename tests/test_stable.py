@@ -41,6 +41,7 @@ EXAMPLES = {
         ((1 - tanh(x - y)) * (1 + tanh(x - y)), sympy.Abs(x - y) < 1),
         (cosh(x - y)**-2, True))),
     "difference_of_squares": (1 - x**2, (1 - x) * (1 + x)),
+    "fraction_complement": (1 - x * sympy.sign(x) / (1 + sympy.Abs(x)), 1 / (1 + sympy.Abs(x))),
     "sigmoid_pow": (1 / (1 + exp(-x)), sigmoid(x)),
     "sigmoid_mul": (exp(x) * sigmoid(-x), sigmoid(x)),
     "sigmoid_complement": (1 - sigmoid(x) + y, sigmoid(-x) + y),
@@ -379,6 +380,10 @@ MORE_FORMS = {
     "sqrt_conjugate": [
         (sqrt(x**2 + 1) - 1 + sympy.sin(y), x**2 / (sqrt(x**2 + 1) + 1) + sympy.sin(y)),
         (sqrt(x**2 + 1) - sqrt(y**2 + 1), None),  # a - b is not a number
+    ],
+    "fraction_complement": [
+        (2 - 2 * x / (3 + x) + y, 6 / (3 + x) + y),
+        (1 - x / (1 + y), None), (1 - 2 * x / (1 + x), None), (1 - x / x, None),
     ],
     "difference_of_squares": [
         (2 - 8 * x**2, -8 * (x - sympy.Rational(1, 2)) * (x + sympy.Rational(1, 2))),

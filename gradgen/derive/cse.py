@@ -28,8 +28,10 @@ def share(d: Derivation, forward_values, backward_values, where_exprs):
     # squaring chains round after every product (r**-12 loses ~3% in bfloat16)
     chains = d.program.dtype not in HALF_DTYPES
 
+    inputs = frozenset(v.symbol for v in d.program.inputs if not v.upstream)
+
     def cheap(e):
-        return cheap_forms(e, chains)
+        return cheap_forms(e, chains, inputs)
 
     forward_values = [(t, ir.map_value(v, cheap), c) for t, v, c in forward_values]
     backward_values = [(t, ir.map_value(v, cheap), c) for t, v, c in backward_values]

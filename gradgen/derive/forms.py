@@ -16,22 +16,30 @@ from .. import functions as fn
 from ..stability import guards
 
 
-def ratio_powers(e):
+def ratio_powers(e, inputs: frozenset = frozenset()):
     """``a**p * b**-q`` (p >= 2, q >= 1) as ``Ratio(a, b)**m *
     a**(p - m) * b**-(q - m)``, ``m = min(p, q)``, pairing the highest powers first:
     the forward as the user wrote it (``(sigma / r)**6``, which SymPy distributes into
     ``sigma**6 * r**-6``), finite where the separate powers would overflow or
     underflow; Student-t's ``x**2/n`` as ``(x/n) * x`` (``x**2`` is inf from x =
-    1.8e19 in float32, where x = n = 3.4e38 makes it 3.4e38). None when nothing pairs."""
+    1.8e19 in float32, where x = n = 3.4e38 makes it 3.4e38). A symbol of ``inputs``
+    (the op's inputs, not its upstream gradients) to the first power pairs with a
+    square or higher power (p = 1, q >= 2). None when nothing pairs."""
     if not isinstance(e, sympy.Mul):
         return None
     pos, neg, rest = [], [], []
     for factor in e.args:
         base, exp = factor.as_base_exp()
-        if exp.is_Integer and not base.is_number and (exp >= 2 or exp < 0):
+        if exp.is_Integer and not base.is_number and (
+                exp >= 2 or exp < 0 or (exp == 1 and base in inputs)):
             (pos if exp > 0 else neg).append([base, abs(int(exp))])
         else:
             rest.append(factor)
+    # an input to the first power pairs only with a square or higher power: x/s**2 as
+    # (x/s)/s (1/s**2 overflows at s = 1e-20 in float32), not x/s as Ratio(x, s)
+    if not neg or max(q for _, q in neg) < 2:
+        rest += [base for base, k in pos if k == 1]
+        pos = [f for f in pos if f[1] >= 2]
     if not pos or not neg:
         return None
     pos.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
@@ -47,9 +55,10 @@ def ratio_powers(e):
     return sympy.Mul(*rest, *factors)
 
 
-def cheap_forms(expr, chains: bool):
+def cheap_forms(expr, chains: bool, inputs: frozenset = frozenset()):
     """Cheaper equal forms for code: ratios of powers as powers of the ratio
-    (:func:`ratio_powers`); with ``chains``, integer and half-integer powers by
+    (:func:`ratio_powers`, ``inputs`` the symbols that pair at the first power); with
+    ``chains``, integer and half-integer powers by
     repeated squaring (``r**-12`` is 4 products after one division, not a ``pow`` call,
     which costs an exp and a log per element); and non-trivial numeric constants as
     atoms (so CSE keeps them inline)."""
@@ -67,7 +76,7 @@ def cheap_forms(expr, chains: bool):
                 return sympy.Mul(fn.squarings(base, abs(p) // 2), half)
         return None
 
-    expr = guards.bottom_up(expr, ratio_powers)
+    expr = guards.bottom_up(expr, lambda e: ratio_powers(e, inputs))
     return constants(guards.bottom_up(expr, fix) if chains else expr)
 
 

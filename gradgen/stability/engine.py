@@ -42,6 +42,7 @@ ORDER = (
     "hypot",
     "unit_complement",
     "sqrt_conjugate",  # after hypot: reads hypot(c, t) - c too
+    "fraction_complement",
     "softplus",
     "log1mexp",  # before log1p, and reads log1p(-exp(u)) too: the stronger rule wins
     "logdiffexp",

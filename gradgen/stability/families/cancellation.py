@@ -85,6 +85,38 @@ def _difference_of_squares(expr):
     return k * (u - s) * (u + s)
 
 
+def _magnitudes(expr):
+    """``expr`` with each ``a*sign(a)`` in a product as ``|a|`` (real ``a``)."""
+    if not isinstance(expr, sympy.Mul):
+        return expr
+    factors = list(expr.args)
+    for f in expr.args:
+        if isinstance(f, sympy.sign) and f.args[0].is_real and f.args[0] in factors:
+            factors.remove(f)
+            factors.remove(f.args[0])
+            factors.append(sympy.Abs(f.args[0]))
+    return sympy.Mul(*factors)
+
+
+def _fraction_complement(expr):
+    # k - k*u/(c + u) = k*c/(c + u): 1 - |x|/(1 + |x|) (softsign's slope) is 1/(1 + |x|)
+    if not isinstance(expr, sympy.Add):
+        return None
+    for term in expr.args:
+        k, rest = term.as_coeff_Mul()
+        if -k not in expr.args:
+            continue
+        factors = sympy.Mul.make_args(rest)
+        for d in factors:
+            if not (isinstance(d, sympy.Pow) and d.exp == -1 and isinstance(d.base, sympy.Add)):
+                continue
+            c, u = d.base.as_coeff_Add()
+            numerator = sympy.Mul(*(f for f in factors if f is not d))
+            if c.is_zero is False and _magnitudes(numerator) == _magnitudes(u):
+                return expr - term + k - k * c / d.base
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "sqrt_conjugate",
@@ -93,6 +125,13 @@ RULES: tuple[Rule, ...] = (
         "the difference of nearly equal roots cancels: sqrt(x + 1) - sqrt(x) is 0 for "
         "x > 1.7e7 in float32, sqrt(1 + t) - 1 is 0 for |t| < 1.2e-7",
         _sqrt_conjugate,
+    ),
+    Rule(
+        "fraction_complement",
+        "k - k*u/(c + u) = k*c/(c + u), c a nonzero number (x*sign(x) read as |x|)",
+        "1 - u/(c + u) cancels to 0 where |u| is far above |c|: softsign's slope (1 - "
+        "|x|/(1 + |x|))/(1 + |x|) was 0 from |x| = 1.7e7 in float32 (exact 1/x**2)",
+        _fraction_complement,
     ),
     Rule(
         "difference_of_squares",

@@ -626,12 +626,64 @@ def split_gaussians(expr) -> tuple[sympy.Basic, tuple[str, ...]]:
                 if k is None:
                     continue
                 rest = [a for a in e.args if a is not power and a is not f]
+                scale = _scale_of(g, n, rest)
+                if scale is not None:  # b**n * s**-m: (b/s)**n * s**(n - m)
+                    inverse = next(a for a in rest if a.as_base_exp()[0] == scale)
+                    rest = [a for a in rest if a is not inverse]
+                    rest.append(scale ** (inverse.as_base_exp()[1] + n))
+                    b, g = Ratio(b, scale), S.One
                 scaled = k * mul_no_nan(b, g) * b ** (n - 1) / n if g != 1 \
                     else k * b ** n / n
-                return sympy.Mul(*rest, squarings(mul_no_nan(b, sympy.exp(scaled)), n))
-        return None
+                weighted = squarings(mul_no_nan(b, sympy.exp(scaled)), n)
+                if scale is not None:  # 0 at s = 0 (x != 0), where 1/s is inf
+                    return mul_no_nan(sympy.Mul(*rest), weighted)
+                return sympy.Mul(*rest, weighted)
+        return _scaled_slope(e)
 
     return each_product(expr, fix, "split_gaussian")
+
+
+def _scaled_slope(e):
+    """``x * s**-m * exp(k*x**n*s**-n) * c`` (inputs ``x``, ``s``; ``m >= n >= 2``: a
+    scaled Gaussian's slope in x, ``-x/s**2 * exp(-x**2/(2*s**2))``) as
+    ``mul_no_nan(c * s**(1 - m), mul_no_nan(x/s, exp(k*(x/s)**n)))``: the ratio's
+    weight is bounded, and 0 where the exponential is (at s = 0, where ``1/s`` is
+    inf). ``1/s**2`` overflowed at x = s = 1.2e-38 in float32 (exact -5.2e37). None
+    where ``e`` is no such product."""
+    for f in e.args:
+        if not isinstance(f, sympy.exp):
+            continue
+        for b in e.args:
+            if not isinstance(b, sympy.Symbol):
+                continue
+            for n in range(2, 5):
+                k, g = _gaussian_exponent(f.args[0], b**n)
+                rest = [a for a in e.args if a is not f and a is not b]
+                scale = None if k is None else _scale_of(g, n, rest)
+                if scale is None:
+                    continue
+                inverse = next(a for a in rest if a.as_base_exp()[0] == scale)
+                rest = [a for a in rest if a is not inverse] + [
+                    scale ** (inverse.as_base_exp()[1] + 1)]
+                u = Ratio(b, scale)
+                return mul_no_nan(sympy.Mul(*rest), mul_no_nan(u, sympy.exp(k * u**n)))
+    return None
+
+
+def _scale_of(g, n: int, rest):
+    """``s`` where the exponent's ``g`` is ``s**-n`` and the product's other factors
+    hold ``s**-m``, ``m >= n`` (``exp(-x**2/(2*s**2))``'s slope in s, ``x**2 * s**-3 *
+    exp(...)``): the weight is then ``(x/s)**n / s**(m - n)``, whose ratio neither
+    overflows nor underflows where ``x**2 * (1/s**2)`` does (NaN at x = s = 1.2e-38 in
+    float32, exact 5.2e37). Else None."""
+    base, exp = g.as_base_exp()
+    if exp != -n or base.is_number or not isinstance(base, sympy.Symbol):
+        return None
+    for a in rest:
+        b, m = a.as_base_exp()
+        if b == base and m.is_Integer and m <= -n:
+            return base
+    return None
 
 
 def _gaussian_exponent(u, power):
