@@ -108,6 +108,14 @@ FORMS = {
     # third derivative was 15% off at 0.999 in float32): its Taylor polynomial there
     "acos_sq": ("acos(x)**2", lambda x: mp.acos(x)**2,
                 [(1 - 2.0**-11,), (0.5,), (-1 + 2.0**-13,)]),
+    # a norm's derivatives from the unit vector's components: -x/h**3 was inf at x =
+    # -8e-31, y = -2.45e-22 in float32 ((1/h)**2 overflowed)
+    "inv_norm": ("1 / sqrt(x**2 + y**2)", lambda x, y: 1 / mp.sqrt(x**2 + y**2),
+                 [(3.0, 4.0), (-7.9613e-31, -2.45058e-22), (1.0, 1e-3)]),
+    # a Gaussian with a scale input: its partials divide by s in turn (1/s**2 overflowed
+    # at x = s = 1.2e-38 in float32)
+    "gauss_scale": ("exp(-x**2 / (2 * s**2))", lambda x, s: mp.exp(-x**2 / (2 * s**2)),
+                    [(0.5, 2.0), (1e-19, 1e-19), (-3.0, 0.7)]),
     "log_ratio": ("where(x == 1, 1, log(x) / (x - 1))",
                   lambda x: mp.log(x) / (x - 1) if x != 1 else mp.mpf(1),
                   [(1.0,), (1 - 2.0**-10,), (1.5,)]),
@@ -130,7 +138,7 @@ INPUTS = {1: ("x",), 2: ("x", "y")}
 NAMES = {"masked_log": ("x", "a"), "lennard_jones": ("r",), "morse": ("r",),
          "coulomb": ("r",), "huber": ("r",), "gamma_like": ("x", "k"),
          "cross_entropy": ("p", "q"), "exp_product": ("a", "b"), "kl_term": ("t", "q"),
-         "gauss_weight": ("x", "a")}
+         "gauss_weight": ("x", "a"), "gauss_scale": ("x", "s")}
 
 
 def _names(name):

@@ -38,6 +38,7 @@ ops:
     inputs: {x: [null], y: [null]}
     output: sqrt(x**2 + y**2)
   - name: inv_norm
+    dtype: float32
     inputs: {x: [null], y: [null]}
     output: 1/sqrt(x**2 + y**2)
   - name: angle

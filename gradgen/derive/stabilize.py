@@ -142,8 +142,8 @@ def finalize(d: Derivation, expr, partial: bool = False):
     extra error is bounded in the op's dtype (real ops; complex ones are returned as
     they are). A ``partial`` first gets the zero subgradients of its kinks. Where
     ``d`` is not ``guarded`` (the VJP op the next order derives), the guards that order
-    a product's factors (``log_product``, ``vanishing_product``, ``zero_factor``) are
-    left out: the next order orders its own products."""
+    a product's factors (``log_product``, ``vanishing_product``, ``split_gaussian``,
+    ``zero_factor``) are left out: the next order orders its own products."""
     if d.program.is_complex:
         return expr
     dtype = d.program.dtype
@@ -160,7 +160,8 @@ def finalize(d: Derivation, expr, partial: bool = False):
             expr = d.applied(guards.log_products(expr))
         expr = d.applied(guards.vanishing_products(expr, dtype))
     inputs = {v.symbol for v in d.program.inputs}
-    expr = d.applied(guards.split_gaussians(expr))
+    if d.guarded:
+        expr = d.applied(guards.split_gaussians(expr))
     expr = d.applied(guards.split_differences(expr, inputs))
     expr = d.applied(guards.norm_quotients(expr, dtype))
     expr = d.applied(guards.paired_quotients(expr))
