@@ -556,7 +556,8 @@ def test_ratio_powers_pair_the_highest_powers_first():
     """a**p * b**-q as Ratio(a, b)**min(p, q) times what is left of each; the highest
     powers pair first (ties in SymPy's sort order), the unpaired ones stay powers."""
     from gradgen.derive.forms import ratio_powers
-    from gradgen.functions import internal
+    from gradgen.functions import hypot as fn_hypot
+    from gradgen.functions import internal, overflowed
 
     a, b, c, s = sympy.symbols("a b c s", real=True)
     ratio = internal.Ratio
@@ -583,6 +584,11 @@ def test_ratio_powers_pair_the_highest_powers_first():
     assert ratio_powers(a * b**-2, frozenset({a, b})) == ratio(a, b) * b**-1
     assert ratio_powers(a * b**-2) is None  # (an upstream gradient: not an input)
     assert ratio_powers(sympy.sin(a) * b**-2, frozenset({a, b})) is None
+    # a norm's component that is a product pairs first: e**2*r/h**3 as (e*r/h)*(e/h)/h
+    # ((e/h)**2 overflowed at e = 1e20, r = 1e-35 in float32), +-1 where e*r overflowed
+    h = fn_hypot(1, a * b)
+    unit = sympy.Piecewise((sympy.sign(a * b), overflowed(a * b)), (ratio(a * b, h), True))
+    assert ratio_powers(a**2 * b * h**-3, frozenset({a, b})) == unit * ratio(a, h) / h
     # a square over one power: Student-t's x**2/n as x * (x/n), finite where x**2 is inf
     # (x = 1e20, n = 1e10 in float32: log(1 + x**2/n) is 69, and was inf)
     assert ratio_powers(a**2 * b**-1) == a * ratio(a, b)

@@ -1698,6 +1698,23 @@ def test_a_scaled_gaussian_weighs_the_ratio_and_is_zero_where_its_exponential_is
     assert dx[1] == 0 and ds[1] == 0
 
 
+def test_an_inverse_multiquadric_pairs_its_norm_component_first(tf, build):
+    """1/sqrt(1 + (e*r)**2)'s slope in r, -e**2*r/h**3, as -(1/h)*(e*r/h)*(e/h): it
+    was -inf at r = 1e-35, e = 1e20 in float32 ((e/h)**2 overflowed; exact -1e5), and
+    is 0 where e*r overflows (e = r = 3.4e38; exact -2.5e-116), not inf/inf = NaN."""
+    module = build("version: 1\nmodule: imq\nops:\n  - name: imq\n"
+                   "    inputs: {r: [null], e: [null]}\n    output: 1/sqrt(1 + (e*r)**2)\n")
+    big = float(np.finfo(np.float32).max)
+    r, e = tf.constant([1e-35, big], tf.float32), tf.constant([1e20, big], tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch([r, e])
+        value = module.imq(r, e)
+    dr, de = (g.numpy() for g in tape.gradient(value, [r, e]))
+    np.testing.assert_allclose(dr[0], -1e5, rtol=1e-5)
+    assert de[0] == 0  # (exact -1e-50: below float32's range)
+    assert dr[1] == 0 and de[1] == 0
+
+
 def test_potentials_are_finite_where_products_and_differences_overflow(tf, build):
     """Lennard-Jones and Morse where an intermediate overflows but the value does not:
     4*eps*(s**2 - s) is computed as (eps*s)*(4*s - 4) with eps = 0 a zero factor (was

@@ -42,9 +42,13 @@ def ratio_powers(e, inputs: frozenset = frozenset()):
         pos = [f for f in pos if f[1] >= 2]
     if not pos or not neg:
         return None
+    factors = _norm_components(pos, neg)
+    pos = [f for f in pos if f[1] > 0]
+    neg = [f for f in neg if f[1] > 0]
+    if not pos or not neg:
+        return sympy.Mul(*rest, *factors, *(b**k for b, k in pos), *(b**-k for b, k in neg))
     pos.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
     neg.sort(key=lambda f: (-f[1], sympy.default_sort_key(f[0])))
-    factors = []
     for (a, p), (b, q) in zip(pos, neg):
         m = min(p, q)
         factors += [fn.Ratio(a, b) ** m, a ** (p - m), b ** (m - q)]
@@ -53,6 +57,36 @@ def ratio_powers(e, inputs: frozenset = frozenset()):
     for base, exp in neg[len(pos):]:
         factors.append(base ** -exp)
     return sympy.Mul(*rest, *factors)
+
+
+def _norm_components(pos: list, neg: list) -> list:
+    """The unit vector's components ``Ratio(t, h)`` of each norm ``h = hypot(..., t,
+    ...)`` among the denominators ``neg`` whose component ``t``, a product, the powers
+    ``pos`` hold (both lists ``[base, power]``, taken from in place): ``e**2 * r *
+    hypot(1, e*r)**-3`` (the slope of ``1/sqrt(1 + (e*r)**2)`` in r) as ``(e*r/h) *
+    e/h**2``, not ``(e/h)**2 * r/h``, whose ``(e/h)**2`` overflowed at e = 1e20, r =
+    1e-35 in float32 (exact -1e5); the component is ``sign(t)`` where ``t``
+    overflowed."""
+    have = {b: p for b, p in pos}
+    out = []
+    for entry in neg:
+        h = entry[0]
+        if not isinstance(h, fn.hypot):
+            continue
+        for t in h.args:
+            parts = [f.as_base_exp() for f in sympy.Mul.make_args(t)]
+            if t.is_number or len(parts) < 2 or any(not k.is_Integer for _, k in parts):
+                continue
+            while entry[1] > 0 and all(have.get(b, 0) >= k for b, k in parts):
+                for b, k in parts:
+                    have[b] -= int(k)
+                entry[1] -= 1
+                # +-1 where the product overflowed (h is inf too: inf/inf)
+                out.append(sympy.Piecewise((sympy.sign(t), fn.overflowed(t)),
+                                           (fn.Ratio(t, h), True)))
+    for f in pos:
+        f[1] = have[f[0]]
+    return out
 
 
 def cheap_forms(expr, chains: bool, inputs: frozenset = frozenset()):
