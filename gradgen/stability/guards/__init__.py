@@ -96,7 +96,8 @@ from .exponents import exponent_logs
 from .kinks import kinks_to_piecewise
 from .limits import derivative, filled_points_smoothed, polynomials_beside, singular_limits
 from .logscale import log_products
-from .products import split_differences, split_gaussians, vanishing_products, zero_factors
+from .gaussians import split_gaussians
+from .products import split_differences, vanishing_products, zero_factors
 from .norms import norm_logs, norm_quotients
 from .quotients import paired_quotients, power_quotients
 from .singularities import limit_at_zero, removable_singularities
