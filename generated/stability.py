@@ -918,38 +918,43 @@ def _norm_grad_vjp(x, y, upstream, grad_x, grad_y):
         # VJP of grad_x (unbroadcast): upstream_grad_x broadcast back
         #     (norm_grad.output)
         grad_grad_x_arg = tf.broadcast_to(upstream_grad_x, tf.shape(t_2))
-        t_5 = upstream * tf.where(
-            t_nonzero, ((-x_over_t_safe * y_over_t_safe) / t_safe), 0.0
-        )
-        # d(grad_y operand)/d(x) = upstream*where(hypot(x, y) != 0, ((-(x/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*(y/Guard(hypot(x, y), hypot(x, y) != 0,
+        # d(grad_y operand)/d(x) = upstream*where(hypot(x, y) != 0, (x/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*((-(y/Guard(hypot(x, y), hypot(x, y) != 0,
         #     1)))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
-        # d(grad_x operand)/d(x) = upstream*where(hypot(x, y) != 0, ((y/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))**2/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)
-        #     (norm_grad.output)
+        # d(grad_x operand)/d(x) = upstream*where(hypot(x, y) != 0, (y/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*((y/Guard(hypot(x, y), hypot(x, y) != 0,
+        #     1))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_x_1 = _unbroadcast(
-            tf.math.multiply_no_nan(t_5, grad_grad_y_arg)
+            tf.math.multiply_no_nan(
+                upstream
+                * tf.where(t_nonzero, x_over_t_safe * ((-y_over_t_safe) / t_safe), 0.0),
+                grad_grad_y_arg,
+            )
             + tf.math.multiply_no_nan(
                 upstream
-                * tf.where(t_nonzero, (y_over_t_safe * y_over_t_safe / t_safe), 0.0),
+                * tf.where(t_nonzero, y_over_t_safe * (y_over_t_safe / t_safe), 0.0),
                 grad_grad_x_arg,
             ),
             x,
         )
-        # d(grad_y operand)/d(y) = upstream*where(hypot(x, y) != 0, ((x/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))**2/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)
-        #     (norm_grad.output)
-        # d(grad_x operand)/d(y) = upstream*where(hypot(x, y) != 0, ((-(x/Guard(hypot(x,
-        #     y), hypot(x, y) != 0, 1))*(y/Guard(hypot(x, y), hypot(x, y) != 0,
+        # d(grad_y operand)/d(y) = upstream*where(hypot(x, y) != 0, (x/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*((x/Guard(hypot(x, y), hypot(x, y) != 0,
+        #     1))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
+        # d(grad_x operand)/d(y) = upstream*where(hypot(x, y) != 0, (y/Guard(hypot(x,
+        #     y), hypot(x, y) != 0, 1))*((-(x/Guard(hypot(x, y), hypot(x, y) != 0,
         #     1)))/Guard(hypot(x, y), hypot(x, y) != 0, 1)), 0)  (norm_grad.output)
         #   unbroadcast [...] from [...]: batch dims and axes from run-time shapes
         grad_y_1 = _unbroadcast(
-            tf.math.multiply_no_nan(t_5, grad_grad_x_arg)
+            tf.math.multiply_no_nan(
+                upstream
+                * tf.where(t_nonzero, x_over_t_safe * (x_over_t_safe / t_safe), 0.0),
+                grad_grad_y_arg,
+            )
             + tf.math.multiply_no_nan(
                 upstream
-                * tf.where(t_nonzero, (x_over_t_safe * x_over_t_safe / t_safe), 0.0),
-                grad_grad_y_arg,
+                * tf.where(t_nonzero, y_over_t_safe * ((-x_over_t_safe) / t_safe), 0.0),
+                grad_grad_x_arg,
             ),
             y,
         )

@@ -249,6 +249,11 @@ def test_the_hessian_of_a_norm_holds_where_one_component_dominates(tf, orders, d
         want = [float(y[0].numpy()) ** 2 / h**3, -float(y[0].numpy()) / h**3, 1 / h**3]
     for got, exact in zip((dxx, dxy, dyy), want):
         np.testing.assert_allclose(abs(got), abs(float(exact)), rtol=4 * np.finfo(dtype).eps)
+    # (y/h)*((y/h)/h), not (y/h)**2/h, whose (y/h)**2 = 1e-40 underflows: 0 at x = 1e-5,
+    # y = 1e-25 in float32, where the exact value is 1e-35
+    (dxx, _), _ = second_partials(tf, orders.norm, tf.constant([-1e-5], "float32"),
+                                  tf.constant([-1e-25], "float32"))
+    np.testing.assert_allclose(dxx, [1e-35], rtol=1e-5)
 
 
 def test_an_inverse_norm_and_an_angle_divide_by_the_norm_in_turn(tf, orders):

@@ -178,8 +178,12 @@ def _norm_quotient_derivative(ratio: "Ratio", s):
         return Ratio(a.diff(s) - ratio * b.diff(s), b)
     others = _others(h, component)
     unit, d_component = Ratio(component, b), component.diff(s)
-    terms = [Ratio(c, b) * (Ratio(c, b) * d_component - unit * c.diff(s)) for c in others]
-    return k * Ratio(sympy.Add(*terms), b)
+    # each other component's share divided by h before it meets c/h again: (y/h)*((y/h)/h),
+    # not (y/h)**2/h, whose (y/h)**2 underflows (0 at x = 1e-5, y = 1e-25 in float32,
+    # exact 1e-35)
+    terms = [Ratio(c, b) * Ratio(Ratio(c, b) * d_component - unit * c.diff(s), b)
+             for c in others]
+    return k * sympy.Add(*terms)
 
 
 def _others(h, component) -> list:
