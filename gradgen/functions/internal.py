@@ -153,12 +153,14 @@ def _norm_quotient_derivative(ratio: "Ratio", s):
     """The derivative in ``s`` of ``ratio = A/h``, ``h = hypot(c1, c2, ...)`` (or a
     :class:`Guard` of it whose safe value is a number); None for another denominator.
 
-    * A unit component, ``A = k*a`` with ``a`` one of the ``ci``: ``k*sum_c (c/h)*((c/h)*da
-      - (a/h)*dc) / h`` over the other components ``c``: ``1 - (a/h)**2`` written as
+    * A unit component, ``A = k*a`` with ``a`` one of the ``ci``: ``k*sum_c (c/h)*(((c/h)*da
+      - (a/h)*dc) / h)`` over the other components ``c``: ``1 - (a/h)**2`` written as
       their squares (Pythagoras: h**2 - a**2 = c1**2 + ...), which does not cancel where
       ``|a|`` is far above them (a norm's second derivative ``(1 - (x/h)**2)/h`` was
       4.6% off at (1, 1e-3) in float32, and 0 at (1, 1e-10) in float64, where the exact
-      ``y**2/h**3`` is 1e-20).
+      ``y**2/h**3`` is 1e-20); each share divided by ``h`` before it meets ``c/h``
+      again, since ``(y/h)**2`` underflows (0 at x = 1e-5, y = 1e-25 in float32, where
+      the exact value is 1e-35).
     * Else the quotient rule with one division: ``(dA - (A/h)*dh) / h``, the difference
       formed before it is divided (each term divided by ``h`` overflows where ``h`` is
       tiny: atan2's mixed partial ``((x/h)**2 - (y/h)**2)/h**2`` was inf - inf at x = y =
@@ -178,9 +180,6 @@ def _norm_quotient_derivative(ratio: "Ratio", s):
         return Ratio(a.diff(s) - ratio * b.diff(s), b)
     others = _others(h, component)
     unit, d_component = Ratio(component, b), component.diff(s)
-    # each other component's share divided by h before it meets c/h again: (y/h)*((y/h)/h),
-    # not (y/h)**2/h, whose (y/h)**2 underflows (0 at x = 1e-5, y = 1e-25 in float32,
-    # exact 1e-35)
     terms = [Ratio(c, b) * Ratio(Ratio(c, b) * d_component - unit * c.diff(s), b)
              for c in others]
     return k * sympy.Add(*terms)
